@@ -1,0 +1,68 @@
+"""Which tools each session may call (spec 5.1): isolated per session, idle sessions expire."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from typing import Protocol, runtime_checkable
+
+from cachetools import TTLCache
+
+__all__ = ["GrantStore", "MemoryGrantStore"]
+
+
+@runtime_checkable
+class GrantStore(Protocol):
+    """Storage of authorizations; implement it over a shared store to run several replicas."""
+
+    def grant(self, session: str, names: Iterable[str]) -> None: ...
+    def allowed(self, session: str, name: str) -> bool: ...
+    def forget(self, session: str) -> None: ...
+    def __len__(self) -> int: ...
+
+
+class MemoryGrantStore:
+    """In-process grants with a sliding idle timeout per session.
+
+    `max_sessions` bounds memory; past it the least recently used session loses its grants first
+    (its next call is asked to fetch again: safe, never a leak).
+    """
+
+    def __init__(
+        self,
+        idle_timeout: float = 1800.0,
+        max_sessions: int = 1_000_000,
+        timer: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._sessions: TTLCache[str, set[str]] = TTLCache(maxsize=max_sessions, ttl=idle_timeout, timer=timer)
+
+    def grant(self, session: str, names: Iterable[str]) -> None:
+        granted = self._sessions.get(session)
+        if granted is None:
+            granted = set()
+        # Sys-interned names keep 100k sessions of the same tools cheap.
+        granted.update(map(_intern, names))
+        self._sessions[session] = granted  # re-set: slides the idle timeout
+
+    def allowed(self, session: str, name: str) -> bool:
+        granted = self._sessions.get(session)
+        if granted is None:
+            return False
+        self._sessions[session] = granted
+        return name in granted
+
+    def granted(self, session: str) -> frozenset[str]:
+        return frozenset(self._sessions.get(session, ()))
+
+    def forget(self, session: str) -> None:
+        self._sessions.pop(session, None)
+
+    def __len__(self) -> int:
+        self._sessions.expire()
+        return len(self._sessions)
+
+
+def _intern(name: str) -> str:
+    import sys
+
+    return sys.intern(name)

@@ -1,0 +1,173 @@
+"""The spec model: full and minimal tool descriptions and the spec's error documents.
+
+Knows nothing about files, sessions or the SDK. Every wire shape the spec defines is built here
+once and reused by the server, the conformance suite and the agent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "AVAILABLE_TOOLS_LIMIT",
+    "DEFAULT_RESOURCE_URI",
+    "MINIMAL_INPUT_SCHEMA",
+    "MISSING_TOOL_SELECTION",
+    "RATE_LIMITED",
+    "SESSION_REQUIRED",
+    "TOOL_DESCRIPTION_REQUIRED",
+    "TOOL_NAME_PATTERN",
+    "ToolDefinition",
+    "definition_version",
+    "first_sentence",
+    "missing_tool_selection",
+    "selection_uri",
+    "tool_description_required",
+    "tool_not_found",
+]
+
+DEFAULT_RESOURCE_URI: Final = "resource:///tool_descriptions"
+MISSING_TOOL_SELECTION: Final = "MISSING_TOOL_SELECTION"
+TOOL_DESCRIPTION_REQUIRED: Final = "TOOL_DESCRIPTION_REQUIRED"
+SESSION_REQUIRED: Final = "SESSION_REQUIRED"
+RATE_LIMITED: Final = "RATE_LIMITED"
+# Spec 3.1 names this exact shape; a fresh copy is handed out per entry so callers may mutate theirs.
+MINIMAL_INPUT_SCHEMA: Final[dict[str, Any]] = {"type": "object", "additionalProperties": True}
+# SEP-986 tool names; used to reject hostile names in definition files, never to "fix" a request.
+TOOL_NAME_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+AVAILABLE_TOOLS_LIMIT: Final = 20
+MINIMAL_DESCRIPTION_LIMIT: Final = 160
+
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "approx.", "incl.", "cf.")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+class ToolDefinition(BaseModel):
+    """A full tool description as stored in one JSON file and served by the resource (spec 4.4, 7.1)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str
+    title: str | None = None
+    minimal_description: str | None = Field(default=None, max_length=MINIMAL_DESCRIPTION_LIMIT * 2)
+    description: str = Field(min_length=1)
+    input_schema: dict[str, Any] = Field(alias="inputSchema")
+    output_schema: dict[str, Any] | None = Field(default=None, alias="outputSchema")
+    annotations: dict[str, Any] | None = None
+    category: str | None = None
+    examples: list[dict[str, Any]] = Field(default_factory=list)
+    usage_guidance: dict[str, Any] | str | None = None
+    error_guidance: dict[str, Any] | str | None = None
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        if not TOOL_NAME_PATTERN.fullmatch(value):
+            raise ValueError("tool names are 1-128 characters of A-Z a-z 0-9 _ - . (SEP-986)")
+        return value
+
+    @field_validator("input_schema")
+    @classmethod
+    def _object_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if value.get("type", "object") != "object":
+            raise ValueError('inputSchema must be a JSON schema with "type": "object"')
+        return value
+
+    def summary(self) -> str:
+        """The minimal description: the hand-written one, else the first sentence of the full one."""
+        return self.minimal_description or first_sentence(self.description)
+
+    def minimal_entry(self) -> dict[str, Any]:
+        """The `tools/list` entry of spec 3.1: enough to choose the tool, nothing about its parameters."""
+        entry: dict[str, Any] = {"name": self.name}
+        if self.title:
+            entry["title"] = self.title
+        entry["description"] = self.summary()
+        entry["inputSchema"] = dict(MINIMAL_INPUT_SCHEMA)
+        if self.annotations:
+            entry["annotations"] = self.annotations
+        if self.meta:
+            entry["_meta"] = self.meta
+        return entry
+
+    def full_entry(self) -> dict[str, Any]:
+        """The resource entry of spec 4.4, with a content `version` (7.2)."""
+        body: dict[str, Any] = {"name": self.name}
+        if self.title:
+            body["title"] = self.title
+        body["description"] = self.description
+        body["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            body["outputSchema"] = self.output_schema
+        if self.annotations:
+            body["annotations"] = self.annotations
+        body["examples"] = self.examples
+        if self.usage_guidance is not None:
+            body["usage_guidance"] = self.usage_guidance
+        if self.error_guidance is not None:
+            body["error_guidance"] = self.error_guidance
+        body["version"] = definition_version(body)
+        return body
+
+
+def definition_version(body: dict[str, Any]) -> str:
+    """A content digest of a full description, stable across key order (spec 7.2)."""
+    canonical = json.dumps(
+        {k: v for k, v in body.items() if k != "version"}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def first_sentence(text: str, limit: int = MINIMAL_DESCRIPTION_LIMIT) -> str:
+    """The first sentence of the first paragraph, whitespace collapsed, cut on a word boundary at `limit`."""
+    paragraph = " ".join(text.strip().split("\n\n", 1)[0].split())
+    end = len(paragraph)
+    for match in _SENTENCE_END.finditer(paragraph):
+        before = paragraph[: match.end()]
+        if before.endswith(_ABBREVIATIONS) or re.search(r"(?:^|\s)[A-Z]\.$", before):
+            continue
+        end = match.end()
+        break
+    sentence = paragraph[:end]
+    if len(sentence) <= limit:
+        return sentence
+    cut = sentence[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + "…"
+
+
+def selection_uri(names: list[str] | tuple[str, ...], base_uri: str = DEFAULT_RESOURCE_URI) -> str:
+    """The resource URI that fetches `names`."""
+    return f"{base_uri}?tools={','.join(names)}"
+
+
+def missing_tool_selection(base_uri: str = DEFAULT_RESOURCE_URI) -> dict[str, Any]:
+    """The spec 6.1 document."""
+    return {
+        "error": {
+            "code": MISSING_TOOL_SELECTION,
+            "message": "You must specify one or more tool names in the 'tools' parameter.",
+            "examples": [f"{base_uri}?tools=tool_name", f"{base_uri}?tools=tool1,tool2"],
+        }
+    }
+
+
+def tool_description_required(name: str, base_uri: str = DEFAULT_RESOURCE_URI) -> dict[str, Any]:
+    """The spec 6.2 document."""
+    return {
+        "error": {
+            "code": TOOL_DESCRIPTION_REQUIRED,
+            "message": f"Tool '{name}' requires fetching its description before use.",
+            "resource_uri": selection_uri([name], base_uri),
+        }
+    }
+
+
+def tool_not_found(name: str, available: list[str], total: int) -> dict[str, Any]:
+    """The spec 6.3 entry, with the candidate list bounded and the catalog size stated."""
+    return {"error": f"Tool '{name}' not found", "available_tools": available, "available_tools_total": total}
