@@ -372,6 +372,10 @@ class ProgressiveDisclosure:
         )
 
     # -- change announcements ----------------------------------------------------------------------
+    def start_watching(self) -> None:
+        """Start reloading changed definition files now (otherwise the first request starts it)."""
+        self._ensure_watching()
+
     def _ensure_watching(self) -> None:
         if not self.watch:
             return

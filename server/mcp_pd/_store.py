@@ -99,19 +99,27 @@ class DescriptionStore:
         return len(self._definitions)
 
     # -- loading ---------------------------------------------------------------------------------
-    def _load_all(self) -> None:
+    def rescan(self) -> frozenset[str]:
+        """Re-read the whole directory (catching up on anything missed while not watching)."""
+        if self.directory is None:
+            return frozenset()
+        known = {self.directory / f"{name}.json" for name in self._definitions}
+        return self._load_all(known)
+
+    def _load_all(self, also: Iterable[Path] = ()) -> frozenset[str]:
         assert self.directory is not None
         if not self.directory.is_dir():
             self._set_problem(
                 Problem(str(self.directory), "descriptions directory does not exist or is not a directory")
             )
-            return
+            return frozenset()
         try:
             paths = sorted(p for p in self.directory.iterdir() if _is_definition_file(p))
         except OSError as exc:
             self._set_problem(Problem(str(self.directory), f"cannot list directory: {exc.strerror or exc}"))
-            return
-        self.reload(paths)
+            return frozenset()
+        self._problems.pop(str(self.directory), None)
+        return self.reload(sorted(set(paths) | set(also)))
 
     def reload(self, paths: Iterable[Path]) -> frozenset[str]:
         """Re-read `paths` (changed, added or deleted); return the tool names whose definition changed."""
@@ -156,6 +164,9 @@ class DescriptionStore:
             return
         from watchfiles import awatch  # imported lazily: a server that never watches never loads the watcher
 
+        caught_up = self.rescan()  # edits made before watching started
+        if caught_up:
+            await self._notify(caught_up)
         async for changes in awatch(
             self.directory, debounce=debounce_ms, step=20, stop_event=stop_event, recursive=False
         ):

@@ -1,0 +1,60 @@
+"""The reference server: a real, offline project tracker and utilities, with progressive disclosure.
+
+Also hosts simulation mode, which serves any directory of definitions (e.g. a real catalog) with
+tools that validate their arguments and echo them.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from mcp.server.lowlevel import Server
+from mcp.server.mcpserver import MCPServer
+
+from mcp_pd._extension import ProgressiveDisclosure
+
+from ._simulate import build_simulated_server
+from ._tracker import Tracker, register_tracker_tools
+from ._utilities import register_utility_tools
+
+__all__ = ["DEFAULT_DESCRIPTIONS", "build_reference_server", "build_simulated_server", "serve_simulation"]
+
+logger = logging.getLogger("mcp_pd.reference")
+
+# The repository's tool_descriptions/ (present in a checkout or an editable install).
+DEFAULT_DESCRIPTIONS = Path(__file__).resolve().parents[3] / "tool_descriptions"
+
+INSTRUCTIONS = (
+    "A project tracker (projects, tasks, comments, reports) on a local SQLite database, plus a few "
+    "offline utilities (arithmetic, unit conversion, text statistics, hashing)."
+)
+
+
+def build_reference_server(
+    descriptions: str | Path | None = None,
+    *,
+    database: str = ":memory:",
+    seed: bool = True,
+    **options: Any,
+) -> tuple[MCPServer[Any], ProgressiveDisclosure]:
+    """The reference MCPServer with its real tools and the extension installed.
+
+    `descriptions` defaults to the repository's tool_descriptions/; `options` go to ProgressiveDisclosure.
+    """
+    directory = Path(descriptions) if descriptions is not None else DEFAULT_DESCRIPTIONS
+    if not directory.is_dir():
+        logger.warning("no descriptions directory at %s: describing tools from their registered schemas", directory)
+    app: MCPServer[Any] = MCPServer("mcp-pd-reference", instructions=INSTRUCTIONS, version="0.1.0")
+    register_tracker_tools(app, Tracker(database, seed=seed))
+    register_utility_tools(app)
+    pd = ProgressiveDisclosure(directory if directory.is_dir() else None, **options).install(app)
+    return app, pd
+
+
+def serve_simulation(descriptions: str | Path, **options: Any) -> tuple[Server[Any], ProgressiveDisclosure]:
+    """A simulated server for every definition in `descriptions`, with the extension installed."""
+    pd = ProgressiveDisclosure(descriptions, **options)
+    server = build_simulated_server(pd.store)
+    return server, pd.install(server)

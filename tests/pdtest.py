@@ -1,0 +1,87 @@
+"""Test helpers: real servers over real transports (stdio subprocesses, uvicorn on loopback)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp import StdioServerParameters
+
+ROOT = Path(__file__).resolve().parents[1]
+CATALOGS = ROOT.parent / "shared" / "catalogs"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def serve_params(*args: str) -> StdioServerParameters:
+    """`mcp-pd serve` as a stdio subprocess, run with this interpreter."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH", "SYSTEMROOT")}
+    return StdioServerParameters(command=sys.executable, args=["-m", "mcp_pd", "serve", *args], env=env)
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"server exited early with {proc.returncode}: {proc.stderr.read().decode() if proc.stderr else ''}"
+            )
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"server did not listen on {port} within {timeout}s")
+
+
+@contextmanager
+def http_subprocess(*args: str) -> Iterator[str]:
+    """`mcp-pd serve --transport http` as a subprocess on a free loopback port; yields the endpoint URL."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_pd", "serve", "--transport", "http", "--port", str(port), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+
+
+@asynccontextmanager
+async def http_in_process(app: Any, **http_options: Any) -> AsyncIterator[str]:
+    """Serve a low-level Server's Streamable HTTP app with uvicorn inside this event loop."""
+    port = free_port()
+    starlette_app = app.streamable_http_app(host="127.0.0.1", **http_options)
+    config = uvicorn.Config(starlette_app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve)
+        while not server.started:
+            await anyio.sleep(0.01)
+        try:
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            server.should_exit = True
