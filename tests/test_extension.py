@@ -136,7 +136,7 @@ async def test_names_match_exactly_and_unknown_names_get_an_entry() -> None:
         assert sorted(entry["available_tools"]) == ["add", "admin_reset", "write_note"]
         assert entry["available_tools_total"] == 3
     async with legacy(app) as client:
-        is_error, doc = await call_doc(client, "ADD", {"a": 1, "b": 2})
+        is_error, _doc = await call_doc(client, "ADD", {"a": 1, "b": 2})
     assert is_error  # a name that differs only in case is not the tool
 
 
@@ -262,7 +262,7 @@ async def test_lowlevel_server_gets_resources_it_never_had() -> None:
         assert tool.input_schema == MINIMAL_INPUT_SCHEMA
         assert tool.description == "Check that a host answers."
         assert [r.uri for r in (await client.list_resources()).resources] == [URI]
-        is_error, doc = await call_doc(client, "ping_host", {"host": "a"})
+        _is_error, doc = await call_doc(client, "ping_host", {"host": "a"})
         assert doc["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
         body = await read_json(client, f"{URI}?tools=ping_host")
         assert body["ping_host"]["inputSchema"]["required"] == ["host"]
