@@ -1,0 +1,67 @@
+"""Grants, idle expiry and fetch rate limits with a controlled clock (spec 5.1, 5.2, 10.3)."""
+
+from __future__ import annotations
+
+import pytest
+from mcp_pd import MemoryGrantStore, RateLimit, system_prompt_guidance
+from mcp_pd._policy import FetchRateLimiter
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.req("PD-5.1-04", "PD-5.2-04", "PD-10.3-02")
+def test_grants_are_per_session_and_expire_when_idle() -> None:
+    clock = Clock()
+    grants = MemoryGrantStore(idle_timeout=60, timer=clock)
+    grants.grant("s1", ["a", "b"])
+    grants.grant("s2", ["c"])
+    assert grants.allowed("s1", "a")
+    assert not grants.allowed("s1", "c")
+    assert not grants.allowed("s2", "a")
+    clock.now += 50
+    assert grants.allowed("s1", "b")  # use slides the idle timeout
+    clock.now += 50
+    assert grants.allowed("s1", "a")
+    assert not grants.allowed("s2", "c")  # idle for 100 s: expired
+    assert len(grants) == 1
+    grants.forget("s1")
+    assert len(grants) == 0
+
+
+def test_grant_store_bound_evicts_oldest_session_not_a_random_one() -> None:
+    grants = MemoryGrantStore(max_sessions=2)
+    grants.grant("old", ["a"])
+    grants.grant("mid", ["a"])
+    grants.grant("new", ["a"])
+    assert not grants.allowed("old", "a")
+    assert grants.allowed("mid", "a")
+    assert grants.allowed("new", "a")
+
+
+@pytest.mark.req("PD-10.3-01")
+def test_token_bucket() -> None:
+    clock = Clock()
+    limiter = FetchRateLimiter(RateLimit(per_second=2, burst=3), timer=clock)
+    assert [limiter.acquire("s") for _ in range(3)] == [0, 0, 0]
+    wait = limiter.acquire("s")
+    assert 0 < wait <= 0.5
+    assert limiter.acquire("other") == 0
+    clock.now += 0.5
+    assert limiter.acquire("s") == 0
+    with pytest.raises(ValueError, match="per_second"):
+        RateLimit(per_second=0)
+
+
+@pytest.mark.req("PD-8.2-01", "PD-8.2-02")
+def test_system_prompt_guidance_covers_the_four_points() -> None:
+    text = system_prompt_guidance("resource:///tool_descriptions")
+    assert "tools/list" in text  # 1: the two stages
+    assert "enough to choose" in text  # 2: minimal entries suffice for selection
+    assert "Never read the resource without ?tools=" in text  # 3: no unscoped fetches
+    assert "resource:///tool_descriptions?tools=TOOL_NAME" in text  # 4: example syntax

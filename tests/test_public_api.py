@@ -1,0 +1,30 @@
+"""The public API is exactly `mcp_pd.__all__`, each name defined in a private module."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import mcp_pd
+
+
+def test_all_is_sorted_unique_and_importable() -> None:
+    names = mcp_pd.__all__
+    assert len(names) == len(set(names))
+    assert sorted(names, key=lambda n: (not n.isupper(), n)) == names
+    for name in names:
+        assert hasattr(mcp_pd, name), name
+
+
+def test_public_names_live_in_private_modules() -> None:
+    for name in mcp_pd.__all__:
+        module = getattr(getattr(mcp_pd, name), "__module__", None)
+        if module is not None and not isinstance(getattr(mcp_pd, name), str | dict):
+            assert module.startswith("mcp_pd._"), (name, module)
+
+
+def test_no_public_modules_besides_the_documented_ones() -> None:
+    public = {m.name for m in pkgutil.iter_modules(mcp_pd.__path__) if not m.name.startswith("_")}
+    assert public == {"reference"}
+    for module in ("mcp_pd.reference",):
+        assert importlib.import_module(module).__all__
