@@ -16,8 +16,6 @@ from mcp.server.mcpserver import MCPServer
 from mcp_pd._extension import ProgressiveDisclosure
 
 from ._simulate import build_simulated_server
-from ._tracker import Tracker, register_tracker_tools
-from ._utilities import register_utility_tools
 
 __all__ = ["DEFAULT_DESCRIPTIONS", "build_reference_server", "build_simulated_server", "serve_simulation"]
 
@@ -43,6 +41,10 @@ def build_reference_server(
 
     `descriptions` defaults to the repository's tool_descriptions/; `options` go to ProgressiveDisclosure.
     """
+    # Imported here so simulation mode never loads the tracker.
+    from ._tracker import Tracker, register_tracker_tools
+    from ._utilities import register_utility_tools
+
     directory = Path(descriptions) if descriptions is not None else DEFAULT_DESCRIPTIONS
     if not directory.is_dir():
         logger.warning("no descriptions directory at %s: describing tools from their registered schemas", directory)
