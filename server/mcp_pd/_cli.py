@@ -68,7 +68,8 @@ async def _preflight(server: Any, pd: Any) -> list[str]:
     if isinstance(server, MCPServer):
         tools = [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in await server.list_tools()]
     else:
-        tools = [{"name": n, "description": pd.store.get(n).description, "inputSchema": {}} for n in pd.store.names()]
+        definitions = [pd.store.get(n) for n in sorted(pd.store.names())]
+        tools = [{"name": d.name, "description": d.description, "inputSchema": d.input_schema} for d in definitions]
     pd.catalog.update(tools, complete=True)
     lines = [f"{len(pd.catalog)} tools, {len(pd.store)} JSON definitions"]
     lines += [f"problem: {p}" for p in pd.store.problems]

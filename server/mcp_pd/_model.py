@@ -59,6 +59,8 @@ class ToolDefinition(BaseModel):
     input_schema: dict[str, Any] = Field(alias="inputSchema")
     output_schema: dict[str, Any] | None = Field(default=None, alias="outputSchema")
     annotations: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    execution: dict[str, Any] | None = None
     category: str | None = None
     examples: list[dict[str, Any]] = Field(default_factory=list)
     usage_guidance: dict[str, Any] | str | None = None
@@ -107,6 +109,10 @@ class ToolDefinition(BaseModel):
             body["outputSchema"] = self.output_schema
         if self.annotations:
             body["annotations"] = self.annotations
+        if self.icons:
+            body["icons"] = self.icons
+        if self.execution:
+            body["execution"] = self.execution
         body["examples"] = self.examples
         if self.usage_guidance is not None:
             body["usage_guidance"] = self.usage_guidance

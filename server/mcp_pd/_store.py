@@ -268,8 +268,8 @@ class Catalog:
             if name not in self._reported:
                 self._reported.add(name)
                 logger.warning(
-                    "tool_descriptions/%s.json describes a tool this server does not have; it is not listed or served",
-                    name,
+                    "%s.json describes a tool this server does not have; it is not listed or served",
+                    self.store.directory / name if self.store.directory else name,
                 )
 
     def _merge(self, tool: Mapping[str, Any]) -> ToolDefinition:
@@ -295,9 +295,8 @@ class Catalog:
         updates: dict[str, Any] = {}
         if not _same_parameters(file_def.input_schema, schema):
             logger.warning(
-                "tool_descriptions/%s.json: its inputSchema parameters differ from the registered tool's; "
-                "serving the registered schema",
-                name,
+                "%s.json: its inputSchema parameters differ from the registered tool's; serving the registered schema",
+                self.store.directory / name if self.store.directory else name,
             )
             updates["input_schema"] = schema
         for attr, key in (("title", "title"), ("output_schema", "outputSchema"), ("annotations", "annotations")):
