@@ -11,6 +11,7 @@ import asyncio
 import difflib
 import json
 import logging
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import suppress
@@ -200,7 +201,7 @@ class ProgressiveDisclosure:
     async def _ensure_catalog(self, ctx: ServerRequestContext[Any, Any], names: Iterable[str]) -> None:
         if not self.catalog.complete or (
             any(name not in self.catalog for name in names)
-            and asyncio.get_running_loop().time() - self.catalog.refreshed_at > _REFRESH_INTERVAL
+            and time.monotonic() - self.catalog.refreshed_at > _REFRESH_INTERVAL
         ):
             await self.refresh(ctx)
 
