@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 
 import mcp_pd
@@ -17,10 +18,11 @@ def test_all_is_sorted_unique_and_importable() -> None:
 
 
 def test_public_names_live_in_private_modules() -> None:
-    for name in mcp_pd.__all__:
-        module = getattr(getattr(mcp_pd, name), "__module__", None)
-        if module is not None and not isinstance(getattr(mcp_pd, name), str | dict):
-            assert module.startswith("mcp_pd._"), (name, module)
+    defined = [getattr(mcp_pd, n) for n in mcp_pd.__all__]
+    objects = [o for o in defined if inspect.isclass(o) or inspect.isfunction(o)]
+    assert len(objects) == 14
+    for obj in objects:
+        assert obj.__module__.startswith("mcp_pd._"), (obj, obj.__module__)
 
 
 def test_no_public_modules_besides_the_documented_ones() -> None:
