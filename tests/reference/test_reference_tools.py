@@ -585,6 +585,31 @@ async def test_every_tool_has_a_matching_definition_file_and_vice_versa() -> Non
         assert body["error_guidance"], name
 
 
+def without_titles(schema: Any) -> Any:
+    """A schema minus pydantic's generated `title` keywords (properties named title are kept)."""
+    if isinstance(schema, list):
+        return [without_titles(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {
+        key: {name: without_titles(sub) for name, sub in value.items()}
+        if key == "properties"
+        else without_titles(value)
+        for key, value in schema.items()
+        if key != "title"
+    }
+
+
+@pytest.mark.anyio
+async def test_definition_schemas_carry_the_registered_constraints() -> None:
+    # The file's inputSchema is what clients are served, so it must not drift from the code's validation.
+    app, _ = build()
+    async with connect(app) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    for name, body in definitions().items():
+        assert body["inputSchema"] == without_titles(tools[name].input_schema), f"regenerate {name}.json"
+
+
 def test_definition_files_are_pretty_printed() -> None:
     for path in sorted(DEFINITIONS.glob("*.json")):
         text = path.read_text()
