@@ -7,6 +7,7 @@ Knows nothing about sessions or transports.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
@@ -277,7 +278,8 @@ class Catalog:
         name = str(tool["name"])
         schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {"type": "object"}
         assert isinstance(schema, dict)
-        code_description = str(tool.get("description") or "").strip()
+        # Docstring-derived descriptions keep their source indentation; clean it as help() would.
+        code_description = inspect.cleandoc(str(tool.get("description") or ""))
         file_def = self.store.get(name)
         if file_def is None:
             return ToolDefinition.model_validate(
