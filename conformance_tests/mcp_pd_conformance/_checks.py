@@ -1,0 +1,1036 @@
+"""The scenarios: what the suite sends and how it judges what comes back.
+
+Each scenario writes one result per check into a `Recorder`; a check that cannot run is SKIPPED with
+its reason. Tools are discovered from tools/list; a tool is really invoked only when it is the one
+named with --call-tool or is annotated readOnlyHint=true.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from ._documents import (
+    MISSING_TOOL_SELECTION,
+    SESSIONLESS_VERSIONS,
+    TOOL_DESCRIPTION_REQUIRED,
+    Body,
+    CallOutcome,
+    base_uri,
+    classify_call,
+    error_document,
+    example_arguments,
+    read_body,
+    same_selection_uri,
+    schema_detail,
+    uri_path,
+)
+from ._model import EraInfo
+from ._probe import ConnectFailure, Exchange, Mode, Peer, Target, connect, short
+from ._record import Recorder
+
+__all__ = [
+    "Discovery",
+    "SafeTool",
+    "choose_safe_tool",
+    "missing_selection",
+    "resource_listing",
+    "resource_read",
+    "session_scenarios",
+    "sessionless",
+    "tools_list",
+    "unfetched_tool_note",
+]
+
+DESCRIPTION_LIMIT = 300
+UNKNOWN_TOOL = "pd_conformance_no_such_tool"
+NO_EXTENSION = "this server does not implement progressive disclosure (spec 4.1)"
+
+_NAME = re.compile(r"tool[\s_-]*(descriptions?|definitions?|docs?|documentation)", re.IGNORECASE)
+_TOOLS_LIST = re.compile(r"tools/list|tools list|tool list|list of tools|list_tools|listTools", re.IGNORECASE)
+_FETCH_FIRST = re.compile(
+    r"\bbefore\b|\bfirst\b|\bstep\s*\d|\brequired?\b|\bmust\b|\bprior to\b|not (yet )?(been )?fetched|without fetching",
+    re.IGNORECASE,
+)
+_CONSEQUENCE = re.compile(
+    r"TOOL_DESCRIPTION_REQUIRED|\bfail|\berror|\breject|\brefus|\bdenied|\bblocked|\bnot (be )?(authori[sz]ed|allowed)",
+    re.IGNORECASE,
+)
+_STEPS = re.compile(r"\bstep\s*\d|(^|\s)1[.)]\s.*(^|\s)2[.)]\s|\bfirst\b.*\bthen\b", re.IGNORECASE | re.DOTALL)
+_SELECT = re.compile(r"select|choos|pick|identify|decide", re.IGNORECASE)
+_PARAMS = re.compile(r"parameter|argument|schema|input", re.IGNORECASE)
+_URI_EXAMPLE = re.compile(r"[a-z][a-z0-9+.-]*:\S*\?tools=[A-Za-z0-9_.-]+", re.IGNORECASE)
+_INSTRUCTION_MARKERS = re.compile(
+    r"\bexamples?\s*:|\busage\s*:|\bparameters?\s*:|\barguments?\s*:|\breturns?\s*:|```", re.IGNORECASE
+)
+_TOOL_LEVEL_DETAIL = ("examples", "inputExamples", "input_examples", "usage_guidance", "error_guidance")
+
+
+@dataclass(frozen=True)
+class SafeTool:
+    """The tool the suite may really invoke, the arguments it uses, and why it is considered safe."""
+
+    name: str
+    arguments: dict[str, Any]
+    source: str
+
+
+@dataclass
+class Discovery:
+    """What the first session learned about the server."""
+
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    resource: dict[str, Any] | None = None
+    base: str | None = None
+    no_resource_reason: str = ""
+    safe: SafeTool | None = None
+    safe_reason: str = "no tool was chosen"
+
+    @property
+    def names(self) -> list[str]:
+        return [t["name"] for t in self.tools if isinstance(t.get("name"), str)]
+
+
+def unfetched_tool_note(disc: Discovery) -> str:
+    """One line for the report: which tool the suite really invoked, or why none."""
+    if disc.safe is not None:
+        return f"Tool invoked by the suite: {disc.safe.name} {short(disc.safe.arguments, 120)} ({disc.safe.source})."
+    return f"No tool was invoked: {disc.safe_reason}."
+
+
+def _selection(base: str, *names: str) -> str:
+    return f"{base}?tools={','.join(names)}"
+
+
+# -- tools-list ---------------------------------------------------------------------------------------
+async def tools_list(peer: Peer, rec: Recorder, disc: Discovery) -> None:
+    """Scenario tools-list: the minimal listing of spec 3.1."""
+    tools, last = await peer.paginate("tools")
+    if last.error is not None:
+        rec.fail(
+            "tools-list/listed",
+            "tools/list failed",
+            expected="a tools/list result",
+            exchange=last,
+        )
+        rec.skip_scenario("tools-list", "tools/list failed")
+        return
+    disc.tools = [t for t in tools if isinstance(t.get("name"), str)]
+    if not disc.tools:
+        rec.fail(
+            "tools-list/listed",
+            "tools/list lists no tools: there is nothing to disclose progressively",
+            expected="at least one tool",
+            exchange=last,
+        )
+        rec.skip_scenario("tools-list", "the server lists no tools")
+        return
+    rec.ok("tools-list/listed", f"{len(disc.tools)} tools listed", exchange=last)
+    n = len(disc.tools)
+
+    detailed = [(t["name"], why) for t in disc.tools if (why := schema_detail(t.get("inputSchema"))) is not None]
+    if detailed:
+        listing = "; ".join(f"{name}: {why}" for name, why in detailed[:5])
+        rec.fail(
+            "tools-list/minimal-schema",
+            f"{len(detailed)} of {n} tools list a detailed inputSchema ({listing})",
+            expected='inputSchema omitted, or {"type": "object"} without properties/required '
+            "(optionally additionalProperties: true)",
+            exchange=last,
+        )
+    else:
+        rec.ok("tools-list/minimal-schema", f"all {n} listed inputSchemas are minimal")
+
+    with_examples = []
+    for tool in disc.tools:
+        fields = [k for k in _TOOL_LEVEL_DETAIL if tool.get(k)]
+        schema = tool.get("inputSchema")
+        if isinstance(schema, dict) and schema.get("examples"):
+            fields.append("inputSchema.examples")
+        if fields:
+            with_examples.append(f"{tool['name']} ({', '.join(fields)})")
+    if with_examples:
+        rec.fail(
+            "tools-list/no-examples",
+            f"{len(with_examples)} tools carry examples or guidance in tools/list: {', '.join(with_examples[:5])}",
+            expected="no examples, usage_guidance or error_guidance in tools/list entries",
+            exchange=last,
+        )
+    else:
+        rec.ok("tools-list/no-examples", "no tools/list entry carries examples or usage guidance")
+
+    empty = [t["name"] for t in disc.tools if not str(t.get("description") or "").strip()]
+    if empty:
+        rec.fail(
+            "tools-list/description-present",
+            f"{len(empty)} tools have no description: {', '.join(empty[:8])}",
+            expected="a non-empty description for every tool",
+            exchange=last,
+        )
+    else:
+        rec.ok("tools-list/description-present", f"all {n} tools have a description")
+
+    wordy = []
+    for tool in disc.tools:
+        text = str(tool.get("description") or "")
+        if len(text) > DESCRIPTION_LIMIT:
+            wordy.append(f"{tool['name']} ({len(text)} chars)")
+        elif _INSTRUCTION_MARKERS.search(text) or text.count("\n") > 2:
+            wordy.append(f"{tool['name']} (reads like usage instructions)")
+    if wordy:
+        rec.fail(
+            "tools-list/description-concise",
+            f"{len(wordy)} listed descriptions look like full documentation: {', '.join(wordy[:5])}",
+            expected=f"one or two sentences, at most {DESCRIPTION_LIMIT} characters, without usage instructions",
+            exchange=last,
+        )
+    else:
+        rec.ok("tools-list/description-concise", f"all listed descriptions are at most {DESCRIPTION_LIMIT} chars")
+
+    vague = []
+    for tool in disc.tools:
+        text = str(tool.get("description") or "")
+        words = re.findall(r"[A-Za-z]{2,}", text)
+        restated = {_norm(text)} & {_norm(str(tool["name"])), _norm(str(tool.get("title") or ""))}
+        if text and (len(words) < 3 or restated):
+            vague.append(f"{tool['name']}: {text!r}")
+    if vague:
+        rec.fail(
+            "tools-list/description-purpose",
+            f"{len(vague)} descriptions do not say what the tool does: {'; '.join(vague[:4])}",
+            expected="a sentence stating the tool's purpose and primary use",
+            exchange=last,
+        )
+    else:
+        rec.ok("tools-list/description-purpose", "every description is a sentence of at least three words")
+
+    forms: dict[str, int] = {}
+    for tool in disc.tools:
+        schema = tool.get("inputSchema")
+        if schema is None:
+            form = "omitted"
+        elif schema == {"type": "object", "additionalProperties": True}:
+            form = '{"type":"object","additionalProperties":true}'
+        elif schema == {"type": "object"}:
+            form = '{"type":"object"}'
+        else:
+            form = "other"
+        forms[form] = forms.get(form, 0) + 1
+    rec.info("tools-list/schema-form", "inputSchema forms: " + ", ".join(f"{k} x{v}" for k, v in forms.items()))
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+# -- resource-listing ---------------------------------------------------------------------------------
+def _find_resource(resources: list[dict[str, Any]]) -> dict[str, Any] | None:
+    for resource in resources:
+        uri = resource.get("uri")
+        if isinstance(uri, str) and uri_path(uri).rstrip("/").endswith("tool_descriptions"):
+            return resource
+    for resource in resources:
+        label = f"{resource.get('name') or ''} {resource.get('title') or ''} {resource.get('uri') or ''}"
+        if "tool_descriptions" in label or _NAME.search(label):
+            return resource
+    return None
+
+
+async def resource_listing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
+    """Scenario resource-listing: the resource entry of spec 4.1 and its description (4.2)."""
+    resources, last = await peer.paginate("resources")
+    if last.error is not None:
+        disc.no_resource_reason = f"resources/list failed: {NO_EXTENSION}"
+        rec.fail(
+            "resource-listing/listed",
+            f"resources/list failed, so there is no tool_descriptions resource: {NO_EXTENSION}",
+            expected="resources/list including resource:///tool_descriptions",
+            exchange=last,
+        )
+        rec.skip_scenario("resource-listing", "no tool_descriptions resource (see resource-listing/listed)")
+        return
+    resource = _find_resource(resources)
+    if resource is None:
+        templates = await peer.list_resource_templates()
+        listed = [t.get("uriTemplate") for t in (templates.result or {}).get("resourceTemplates") or []]
+        only_template = [t for t in listed if isinstance(t, str) and "tool_descriptions" in t]
+        extra = f" (it is only a resource template: {only_template[0]}; list the base URI too)" if only_template else ""
+        disc.no_resource_reason = f"no tool_descriptions resource in resources/list: {NO_EXTENSION}"
+        rec.fail(
+            "resource-listing/listed",
+            f"no tool_descriptions resource in resources/list{extra}: {NO_EXTENSION}",
+            expected="a resource whose uri is resource:///tool_descriptions (or ends in tool_descriptions)",
+            exchange=last,
+        )
+        rec.skip_scenario("resource-listing", "no tool_descriptions resource (see resource-listing/listed)")
+        return
+    disc.resource = resource
+    uri = str(resource.get("uri") or "")
+    disc.base = base_uri(uri)
+    rec.ok("resource-listing/listed", f"listed as {uri}")
+    listed_entry = Exchange("resources/list", {}, {"resources": [resource]})
+
+    if uri == "resource:///tool_descriptions" or (uri == disc.base and uri_path(uri).endswith("tool_descriptions")):
+        rec.ok("resource-listing/uri", f"uri {uri}")
+    else:
+        rec.fail(
+            "resource-listing/uri",
+            f"the listed uri {uri!r} is not a tool_descriptions base URI",
+            expected="resource:///tool_descriptions, or a URI whose path ends in tool_descriptions, without a query",
+            exchange=listed_entry,
+        )
+
+    name, title = str(resource.get("name") or ""), str(resource.get("title") or "")
+    if _NAME.search(name) or _NAME.search(title) or "tool_descriptions" in name:
+        rec.ok("resource-listing/name", f"name {name!r}" + (f", title {title!r}" if title else ""))
+    else:
+        rec.fail(
+            "resource-listing/name",
+            f"name {name!r} / title {title!r} does not say the resource holds tool descriptions",
+            expected='a name or title such as "Tool Descriptions"',
+            exchange=listed_entry,
+        )
+
+    text = str(resource.get("description") or "")
+
+    def judge(check_id: str, passed: bool, what: str, expected: str) -> None:
+        if passed:
+            rec.ok(check_id, f"the description {what}")
+        else:
+            rec.fail(check_id, f"the description does not {what}", expected=expected, exchange=listed_entry)
+
+    judge("resource-listing/explains-tools-list", bool(_TOOLS_LIST.search(text)), "mentions tools/list", "tools/list")
+    judge(
+        "resource-listing/explains-fetch-first",
+        bool(_FETCH_FIRST.search(text)),
+        "says to fetch before calling",
+        'wording such as "before calling", "first", "Step 2", "required"',
+    )
+    judge("resource-listing/explains-query-syntax", "?tools=" in text, "shows the ?tools= syntax", "?tools=")
+    judge(
+        "resource-listing/explains-consequence",
+        bool(_CONSEQUENCE.search(text)),
+        "says what an unfetched call does",
+        "TOOL_DESCRIPTION_REQUIRED, or that such a call fails",
+    )
+    judge("resource-listing/sequential-steps", bool(_STEPS.search(text)), "uses numbered steps", '"Step 1: ..."')
+    judge(
+        "resource-listing/selection-vs-parameters",
+        bool(_TOOLS_LIST.search(text) and _SELECT.search(text) and _PARAMS.search(text)),
+        "separates choosing a tool (tools/list) from learning its parameters",
+        "tools/list for selection, this resource for parameters",
+    )
+    judge(
+        "resource-listing/uri-examples",
+        bool(_URI_EXAMPLE.search(text)),
+        "gives a concrete URI example",
+        f"{disc.base}?tools=TOOL_NAME",
+    )
+    judge(
+        "resource-listing/explains-authorization",
+        bool(re.search(r"authori[sz]", text, re.IGNORECASE) and re.search(r"session", text, re.IGNORECASE)),
+        "says fetching authorizes the tool for the session",
+        '"fetching authorizes the tool for this session"',
+    )
+    mime = resource.get("mimeType")
+    if mime == "application/json":
+        rec.ok("resource-listing/mime-type", "application/json")
+    else:
+        rec.fail(
+            "resource-listing/mime-type",
+            f"mimeType is {mime!r}",
+            expected="application/json",
+            exchange=listed_entry,
+        )
+    instructions = peer.instructions or ""
+    if "?tools=" in instructions or (disc.base is not None and disc.base in instructions):
+        rec.ok("resource-listing/system-prompt-guidance", "the server instructions explain the two-stage workflow")
+    else:
+        rec.fail(
+            "resource-listing/system-prompt-guidance",
+            "the server instructions do not mention the tool_descriptions resource"
+            if instructions
+            else "the server sends no instructions",
+            expected=f"instructions explaining the workflow, e.g. mentioning {disc.base}?tools=TOOL_NAME",
+        )
+
+
+# -- resource-read ------------------------------------------------------------------------------------
+async def resource_read(peer: Peer, rec: Recorder, disc: Discovery) -> None:
+    """Scenario resource-read: ?tools= selection and the response format of spec 4.3, 4.4 and 6.3."""
+    if disc.base is None or not disc.tools:
+        rec.skip_scenario("resource-read", disc.no_resource_reason or "no tools to read (see tools-list/listed)")
+        return
+    base, names = disc.base, disc.names
+    reads: list[tuple[list[str], Exchange, Body]] = []
+    for requested in ([names[0]], names[:2]) if len(names) >= 2 else ([names[0]],):
+        exchange = await peer.read(_selection(base, *requested))
+        reads.append((requested, exchange, read_body(exchange)))
+
+    requested, exchange, body = reads[0]
+    got = body.mapping
+    if got is not None and requested[0] in got:
+        rec.ok("resource-read/single-tool", f"?tools={requested[0]} returned its description")
+    else:
+        rec.fail(
+            "resource-read/single-tool",
+            f"?tools={requested[0]} did not return a JSON object keyed by {requested[0]}: "
+            + ((body.problem or "no JSON object") if got is None else f"keys {sorted(got)[:6]}"),
+            expected=f'{{"{requested[0]}": {{"name": ..., "description": ..., "inputSchema": ...}}}}',
+            exchange=exchange,
+        )
+    if len(reads) > 1:
+        requested, exchange, body = reads[1]
+        got = body.mapping
+        if got is not None and all(n in got for n in requested):
+            rec.ok("resource-read/comma-separated", f"?tools={','.join(requested)} returned both")
+        else:
+            rec.fail(
+                "resource-read/comma-separated",
+                f"?tools={','.join(requested)} did not return both tools: "
+                + ((body.problem or "no JSON object") if got is None else f"keys {sorted(got)[:6]}"),
+                expected=f"a JSON object with keys {requested}",
+                exchange=exchange,
+            )
+    else:
+        rec.skip("resource-read/comma-separated", "the server lists a single tool")
+
+    _judge_bodies(rec, disc, reads)
+    await _exact_match(peer, rec, disc, names[0])
+    await _unknown_name(peer, rec, disc)
+
+
+def _judge_bodies(rec: Recorder, disc: Discovery, reads: list[tuple[list[str], Exchange, Body]]) -> None:
+    """only-requested, no-preamble and the entry checks, over every read of valid names."""
+    listed = set(disc.names)
+    selection_problems: list[tuple[str, Exchange]] = []
+    preamble_problems: list[tuple[str, Exchange]] = []
+    entries: dict[str, tuple[Any, Exchange, Body]] = {}
+    for requested, exchange, body in reads:
+        got = body.mapping
+        if body.prefix:
+            preamble_problems.append((f"text precedes the JSON: {body.prefix[:60]!r}", exchange))
+        if got is None:
+            continue
+        extra = [k for k in got if k not in requested and k in listed]
+        missing = [n for n in requested if n not in got]
+        if extra or missing:
+            parts = [f"{len(extra)} unrequested tools returned ({', '.join(extra[:5])})"] if extra else []
+            parts += [f"missing {missing}"] if missing else []
+            selection_problems.append((f"requested {requested}: {'; '.join(parts)}", exchange))
+        strangers = [k for k in got if k not in requested and k not in listed]
+        if strangers:
+            preamble_problems.append((f"requested {requested}: extra top-level keys {strangers[:5]}", exchange))
+        for name in requested:
+            if name in got and name not in entries:
+                entries[name] = (got[name], exchange, body)
+    if not any(body.mapping is not None for _, _, body in reads):
+        reason = "no read returned a JSON object (see resource-read/single-tool)"
+        for check in ("only-requested", "no-preamble", "full-entry", "complete-schema", "examples", "error-guidance"):
+            if check != "no-preamble" or not preamble_problems:
+                rec.skip(f"resource-read/{check}", reason)
+        rec.skip("resource-read/version-info", reason)
+    if selection_problems:
+        rec.fail(
+            "resource-read/only-requested",
+            "; ".join(p for p, _ in selection_problems),
+            expected="exactly the requested tools",
+            exchange=selection_problems[0][1],
+        )
+    else:
+        rec.ok("resource-read/only-requested", f"{len(reads)} reads returned exactly the requested tools")
+    if preamble_problems:
+        rec.fail(
+            "resource-read/no-preamble",
+            "; ".join(p for p, _ in preamble_problems),
+            expected="every top-level key is a requested tool name, and nothing precedes the JSON",
+            exchange=preamble_problems[0][1],
+        )
+    else:
+        rec.ok("resource-read/no-preamble", "every top-level key is a requested tool name")
+    _judge_entries(rec, entries)
+
+
+def _judge_entries(rec: Recorder, entries: dict[str, tuple[Any, Exchange, Body]]) -> None:
+    bad: list[tuple[str, Exchange]] = []
+    thin: list[tuple[str, Exchange]] = []
+    no_examples: list[tuple[str, Exchange]] = []
+    no_guidance: list[tuple[str, Exchange]] = []
+    versions: list[str] = []
+    for name, (entry, exchange, body) in entries.items():
+        if not isinstance(entry, dict):
+            bad.append((f"{name}: the entry is not an object", exchange))
+            continue
+        problems = []
+        if entry.get("name") != name:
+            problems.append(f"name is {entry.get('name')!r}")
+        if not isinstance(entry.get("description"), str) or not entry["description"].strip():
+            problems.append("no description")
+        schema = entry.get("inputSchema")
+        if not isinstance(schema, dict) or schema.get("type", "object") != "object":
+            problems.append("no object inputSchema")
+        elif not (
+            schema.get("properties")
+            or schema.get("additionalProperties") is False
+            or any(k in schema for k in ("anyOf", "oneOf", "allOf", "$ref"))
+        ):
+            thin.append((name, exchange))
+        if problems:
+            bad.append((f"{name}: {', '.join(problems)}", exchange))
+        if not (isinstance(entry.get("examples"), list) and entry["examples"]):
+            no_examples.append((name, exchange))
+        if not (entry.get("error_guidance") or entry.get("errorGuidance")):
+            no_guidance.append((name, exchange))
+        for key in ("version", "etag", "updated_at", "updatedAt", "last_modified"):
+            if entry.get(key):
+                versions.append(f"{name}.{key}={short(entry[key], 40)}")
+        if body.meta:
+            versions.append(f"content _meta {short(body.meta, 120)}")
+    if not entries:
+        return
+    served = ", ".join(entries)
+
+    def judge(check_id: str, problems: list[tuple[str, Exchange]], ok: str, fail: str, expected: str) -> None:
+        if problems:
+            rec.fail(check_id, fail + "; ".join(p for p, _ in problems[:4]), expected=expected, exchange=problems[0][1])
+        else:
+            rec.ok(check_id, ok)
+
+    judge(
+        "resource-read/full-entry",
+        bad,
+        f"entries for {served} have name, description and inputSchema",
+        "",
+        'each entry: {"name": <the name>, "description": "...", "inputSchema": {"type": "object", ...}}',
+    )
+    judge(
+        "resource-read/complete-schema",
+        thin,
+        "served schemas declare their parameters",
+        "inputSchema declares no properties (no more than the minimal form): ",
+        "the complete schema: properties, required, types",
+    )
+    judge(
+        "resource-read/examples",
+        no_examples,
+        f"examples served for {served}",
+        "no examples for: ",
+        '"examples": [{"description": ..., "input": {...}}]',
+    )
+    judge(
+        "resource-read/error-guidance",
+        no_guidance,
+        f"error guidance served for {served}",
+        "no error_guidance for: ",
+        '"error_guidance": {...}',
+    )
+    rec.info(
+        "resource-read/version-info",
+        ("version information: " + "; ".join(dict.fromkeys(versions[:4]))) if versions else "no version information",
+    )
+
+
+async def _unknown_name(peer: Peer, rec: Recorder, disc: Discovery) -> None:
+    assert disc.base is not None
+    unknown = UNKNOWN_TOOL if UNKNOWN_TOOL not in disc.names else UNKNOWN_TOOL + "_2"
+    exchange = await peer.read(_selection(disc.base, unknown))
+    entry = (read_body(exchange).mapping or {}).get(unknown)
+    expected = f'{{"{unknown}": {{"error": "Tool \'{unknown}\' not found", "available_tools": [...]}}}}'
+    if exchange.error is not None:
+        rec.fail(
+            "resource-read/unknown-tool-entry",
+            "an unknown name made the whole read fail instead of getting an error entry",
+            expected=expected,
+            exchange=exchange,
+        )
+    elif (
+        isinstance(entry, dict)
+        and isinstance(entry.get("error"), str)
+        and isinstance(entry.get("available_tools"), list)
+    ):
+        strangers = [n for n in entry["available_tools"] if n not in disc.names]
+        if strangers:
+            rec.fail(
+                "resource-read/unknown-tool-entry",
+                f"available_tools names tools not in tools/list: {strangers[:5]}",
+                expected="available_tools drawn from tools/list",
+                exchange=exchange,
+            )
+        else:
+            rec.ok("resource-read/unknown-tool-entry", f"error entry: {entry['error']!r}")
+    else:
+        rec.fail(
+            "resource-read/unknown-tool-entry",
+            "no {error, available_tools} entry for an unknown name",
+            expected=expected,
+            exchange=exchange,
+        )
+
+
+async def _exact_match(peer: Peer, rec: Recorder, disc: Discovery, name: str) -> None:
+    assert disc.base is not None
+    variant = next(
+        (v for v in (name.swapcase(), name.upper(), name.lower(), name.title()) if v != name and v not in disc.names),
+        None,
+    )
+    if variant is None:
+        rec.skip("resource-read/exact-match", f"{name!r} has no letters to change the case of")
+        return
+    exchange = await peer.read(_selection(disc.base, variant))
+    if exchange.error is not None:
+        rec.ok("resource-read/exact-match", f"?tools={variant} was refused (JSON-RPC error)")
+        return
+    got = read_body(exchange).mapping or {}
+    served = got.get(variant)
+    if name in got:
+        rec.fail(
+            "resource-read/exact-match",
+            f"?tools={variant} returned the description of {name}",
+            expected=f"no description for {variant!r} (names are case-sensitive); an error entry at most",
+            exchange=exchange,
+        )
+    elif isinstance(served, dict) and "inputSchema" in served and "error" not in served:
+        rec.fail(
+            "resource-read/exact-match",
+            f"?tools={variant} was served as if it were {name}",
+            expected=f"no description for {variant!r} (names are case-sensitive); an error entry at most",
+            exchange=exchange,
+        )
+    else:
+        rec.ok("resource-read/exact-match", f"?tools={variant} was not served as {name}")
+
+
+# -- missing-selection --------------------------------------------------------------------------------
+def _missing_selection_doc(exchange: Exchange) -> tuple[dict[str, Any] | None, str]:
+    if exchange.error is not None:
+        return error_document(exchange.error.data), "error"
+    return error_document(read_body(exchange).value), "content"
+
+
+async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery) -> None:
+    """Scenario missing-selection: reads without tool names (spec 4.3, 6.1)."""
+    if disc.base is None:
+        rec.skip_scenario("missing-selection", disc.no_resource_reason or "no tool_descriptions resource")
+        return
+    documents: list[dict[str, Any]] = []
+    for check_id, uri in (
+        ("missing-selection/no-query", disc.base),
+        ("missing-selection/empty-tools", f"{disc.base}?tools="),
+    ):
+        exchange = await peer.read(uri)
+        document, via = _missing_selection_doc(exchange)
+        expected = "a JSON-RPC error whose data is {error: {code: MISSING_TOOL_SELECTION, ...}}"
+        if document is not None and document.get("code") == MISSING_TOOL_SELECTION:
+            documents.append(document)
+            if via == "error":
+                rec.ok(check_id, f"reading {uri} failed with MISSING_TOOL_SELECTION")
+            else:
+                rec.warn(
+                    check_id,
+                    f"reading {uri} succeeded with the MISSING_TOOL_SELECTION document as content",
+                    expected=expected + " (a failed read, so clients cannot mistake it for descriptions)",
+                    exchange=exchange,
+                )
+        else:
+            what = f"failed with {document.get('code')}" if document else "did not return MISSING_TOOL_SELECTION"
+            rec.fail(check_id, f"reading {uri} {what}", expected=expected, exchange=exchange)
+    if not documents:
+        rec.skip("missing-selection/error-document", "no MISSING_TOOL_SELECTION document was returned")
+        return
+    document = documents[0]
+    problems = []
+    message = document.get("message")
+    if not isinstance(message, str) or not message.strip():
+        problems.append("no message")
+    elif "tool" not in message.lower():
+        problems.append(f"the message {message!r} does not mention the tools parameter")
+    examples = document.get("examples")
+    if not isinstance(examples, list) or not any(isinstance(e, str) and "?tools=" in e for e in examples):
+        problems.append(f"examples {short(examples, 120)} show no ?tools= URI")
+    if problems:
+        rec.fail(
+            "missing-selection/error-document",
+            "; ".join(problems),
+            expected='{"code": "MISSING_TOOL_SELECTION", "message": "You must specify one or more tool names in the '
+            f'\'tools\' parameter.", "examples": ["{disc.base}?tools=tool_name", '
+            f'"{disc.base}?tools=tool1,tool2"]}}',
+            exchange=Exchange("resources/read", {"uri": disc.base}, {"error": document}),
+        )
+    else:
+        rec.ok("missing-selection/error-document", f"message {message!r}, examples {short(examples, 160)}")
+
+
+# -- the tool the suite may invoke ---------------------------------------------------------------------
+async def choose_safe_tool(
+    peer: Peer, disc: Discovery, call_tool: str | None, call_args: dict[str, Any] | None
+) -> None:
+    """Pick the tool the session scenarios may really call; sets `disc.safe` or `disc.safe_reason`."""
+    if disc.base is None:
+        disc.safe_reason = disc.no_resource_reason or "no tool_descriptions resource"
+        return
+    if call_tool is not None:
+        if call_tool not in disc.names:
+            disc.safe_reason = f"--call-tool {call_tool} is not in tools/list"
+            return
+        if call_args is not None:
+            disc.safe = SafeTool(call_tool, call_args, "--call-tool with --args")
+            return
+        definition = await _definition(peer, disc.base, call_tool)
+        arguments = example_arguments(definition) if definition is not None else None
+        if arguments is None:
+            disc.safe_reason = (
+                f"--call-tool {call_tool}: its description has no example and it requires arguments; pass --args"
+            )
+            return
+        disc.safe = SafeTool(call_tool, arguments, "--call-tool, arguments from its first example")
+        return
+    candidates = [
+        t["name"]
+        for t in disc.tools
+        if isinstance(t.get("annotations"), dict) and t["annotations"].get("readOnlyHint") is True
+    ]
+    if not candidates:
+        disc.safe_reason = (
+            "no tool is annotated readOnlyHint=true, so the suite will not invoke any tool; "
+            "pass --call-tool NAME --args JSON to name one that is safe to call"
+        )
+        return
+    for name in candidates[:8]:
+        definition = await _definition(peer, disc.base, name)
+        arguments = example_arguments(definition) if definition is not None else None
+        if arguments is not None:
+            disc.safe = SafeTool(name, arguments, "readOnlyHint=true, arguments from its first example")
+            return
+    disc.safe_reason = (
+        f"read-only tools ({', '.join(candidates[:5])}) have no usable example arguments; "
+        "pass --call-tool NAME --args JSON"
+    )
+
+
+async def _definition(peer: Peer, base: str, name: str) -> dict[str, Any] | None:
+    entry = (read_body(await peer.read(_selection(base, name))).mapping or {}).get(name)
+    return entry if isinstance(entry, dict) else None
+
+
+# -- authorization, isolation, session-end (per era) --------------------------------------------------
+def _refused_for_description(outcome: CallOutcome) -> bool:
+    return outcome.kind == "refused" and outcome.code == TOOL_DESCRIPTION_REQUIRED
+
+
+def _sessionless_refusal(outcome: CallOutcome, version: str) -> bool:
+    """An explicit refusal of a sessionless-era call that is not TOOL_DESCRIPTION_REQUIRED (e.g. SESSION_REQUIRED)."""
+    return version in SESSIONLESS_VERSIONS and outcome.kind == "refused" and not _refused_for_description(outcome)
+
+
+async def session_scenarios(
+    target: Target, era: str, mode: Mode, rec: Recorder, disc: Discovery, progress: Any = None
+) -> EraInfo | None:
+    """Scenarios authorization, isolation and session-end in one protocol era."""
+    scenarios = ("authorization", "isolation", "session-end")
+    try:
+        async with connect(target, mode) as a:
+            info = EraInfo(era, mode, a.protocol_version)
+            await _era_listings(a, rec, disc, era)
+            safe = disc.safe
+            if safe is None or disc.base is None:
+                for scenario in scenarios:
+                    rec.skip_scenario(scenario, disc.safe_reason, era=era)
+                return info
+            authorized = await _authorization(a, rec, disc, safe, era)
+            if not authorized:
+                reason = "the fetching session was never authorized (see authorization/fetch-authorizes)"
+                rec.skip_scenario("isolation", reason, era=era)
+                rec.skip_scenario("session-end", reason, era=era)
+                return info
+            if progress is not None:
+                progress(f"isolation [{era}]")
+            await _isolation(target, mode, a, rec, safe, era)
+        if progress is not None:
+            progress(f"session-end [{era}]")
+        await _session_end(target, mode, rec, safe, era)
+        return info
+    except ConnectFailure as exc:
+        for scenario in scenarios:
+            rec.skip_scenario(scenario, f"could not open a {era} session: {exc.message}", era=era)
+        return None
+
+
+async def _era_listings(peer: Peer, rec: Recorder, disc: Discovery, era: str) -> None:
+    tools, tools_ex = await peer.paginate("tools")
+    resources, res_ex = await peer.paginate("resources")
+    problems = []
+    if tools_ex.error is not None:
+        problems.append(("tools/list failed", tools_ex))
+    if res_ex.error is not None:
+        problems.append(("resources/list failed", res_ex))
+    elif disc.base is not None and not any(base_uri(str(r.get("uri") or "")) == disc.base for r in resources):
+        problems.append((f"{disc.base} is missing from resources/list", res_ex))
+    if problems:
+        rec.fail(
+            "authorization/era-listings",
+            f"in protocol {peer.protocol_version}: " + "; ".join(p for p, _ in problems),
+            expected="the same tools/list and resources/list in every protocol version",
+            exchange=problems[0][1],
+            era=era,
+        )
+    else:
+        rec.ok(
+            "authorization/era-listings",
+            f"protocol {peer.protocol_version}: {len(tools)} tools, {len(resources)} resources",
+            era=era,
+        )
+
+
+async def _authorization(a: Peer, rec: Recorder, disc: Discovery, safe: SafeTool, era: str) -> bool:
+    """Unfetched call, fetch, call, three more calls. Returns whether the session ended up authorized."""
+    assert disc.base is not None
+    version = a.protocol_version
+    unfetched = await a.call(safe.name, safe.arguments)
+    outcome = classify_call(unfetched)
+    expected = f"an isError result with structuredContent {{error: {{code: {TOOL_DESCRIPTION_REQUIRED}, ...}}}}"
+    if outcome.kind == "ok":
+        rec.fail(
+            "authorization/unfetched-call-refused",
+            f"{safe.name} ran although this session never fetched its description",
+            expected=expected,
+            exchange=unfetched,
+            era=era,
+        )
+    elif _refused_for_description(outcome):
+        if outcome.via == "result":
+            rec.ok("authorization/unfetched-call-refused", f"{safe.name}: {outcome.describe()}", era=era)
+        else:
+            rec.warn(
+                "authorization/unfetched-call-refused",
+                f"{safe.name}: {outcome.describe()}; a model reads tool results, not protocol errors",
+                expected=expected,
+                exchange=unfetched,
+                era=era,
+            )
+    elif _sessionless_refusal(outcome, version):
+        reason = f"protocol {version} has no session and the server refuses its calls with {outcome.code}"
+        rec.info(
+            "authorization/unfetched-call-refused",
+            f"{safe.name}: {outcome.describe()} ({reason}; see sessionless)",
+            exchange=unfetched,
+            era=era,
+        )
+        rec.skip_scenario("authorization", reason, era=era)
+        return False
+    else:
+        rec.fail(
+            "authorization/unfetched-call-refused",
+            f"{safe.name}: {outcome.describe()}",
+            expected=expected,
+            exchange=unfetched,
+            era=era,
+        )
+    if _refused_for_description(outcome):
+        document = outcome.document or {}
+        problems = []
+        message = document.get("message")
+        if not isinstance(message, str) or safe.name not in message:
+            problems.append(f"the message {message!r} does not name {safe.name}")
+        if not same_selection_uri(document.get("resource_uri"), disc.base, safe.name):
+            problems.append(f"resource_uri is {document.get('resource_uri')!r}")
+        if problems:
+            rec.fail(
+                "authorization/error-document",
+                "; ".join(problems),
+                expected=f"message naming {safe.name!r}, resource_uri {_selection(disc.base, safe.name)!r}",
+                exchange=unfetched,
+                era=era,
+            )
+        else:
+            uri = document["resource_uri"]
+            rec.ok("authorization/error-document", f"names {safe.name}, resource_uri {uri}", era=era)
+    else:
+        rec.skip("authorization/error-document", "no TOOL_DESCRIPTION_REQUIRED document was returned", era=era)
+
+    fetch = await a.read(_selection(disc.base, safe.name))
+    call = await a.call(safe.name, safe.arguments)
+    after = classify_call(call)
+    if fetch.error is not None:
+        rec.fail(
+            "authorization/fetch-authorizes",
+            f"fetching {safe.name}'s description failed",
+            expected="a successful read, then a call that passes the gate",
+            exchange=fetch,
+            era=era,
+        )
+        rec.skip("authorization/persists", "the description could not be fetched", era=era)
+        return False
+    if _sessionless_refusal(after, version):
+        reason = f"protocol {version} has no session and the server refuses its calls with {after.code}"
+        message = f"{safe.name}: {after.describe()} ({reason})"
+        rec.info("authorization/fetch-authorizes", message, exchange=call, era=era)
+        rec.skip_scenario("authorization", reason, era=era)
+        return False
+    if after.kind == "refused" and _refused_for_description(after):
+        rec.fail(
+            "authorization/fetch-authorizes",
+            f"{safe.name} was still refused after this session fetched its description",
+            expected="the call passes the gate (no TOOL_DESCRIPTION_REQUIRED)",
+            exchange=call,
+            era=era,
+        )
+        rec.skip("authorization/persists", "the session was never authorized", era=era)
+        return False
+    note = "" if after.kind == "ok" else f" (the tool itself reported: {short(after.detail or after.code, 120)})"
+    rec.ok("authorization/fetch-authorizes", f"{safe.name} passed the gate after the fetch{note}", era=era)
+
+    for attempt in range(1, 4):
+        again = await a.call(safe.name, safe.arguments)
+        if _refused_for_description(classify_call(again)):
+            rec.fail(
+                "authorization/persists",
+                f"call {attempt + 1} after the fetch was refused: the authorization did not persist",
+                expected="every later call in the session passes the gate",
+                exchange=again,
+                era=era,
+            )
+            return True
+    rec.ok("authorization/persists", "3 further calls passed the gate", era=era)
+    return True
+
+
+async def _isolation(target: Target, mode: Mode, a: Peer, rec: Recorder, safe: SafeTool, era: str) -> None:
+    note = " (over stdio each session is its own server process)" if target.stdio is not None else ""
+    try:
+        async with connect(target, mode) as b:
+            calls: dict[str, Exchange] = {}
+
+            async def call(label: str, peer: Peer) -> None:
+                calls[label] = await peer.call(safe.name, safe.arguments)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "b", b)
+                tg.start_soon(call, "a", a)
+    except ConnectFailure as exc:
+        rec.skip_scenario("isolation", f"could not open a second session: {exc.message}", era=era)
+        return
+    other = classify_call(calls["b"])
+    if _refused_for_description(other):
+        rec.ok("isolation/other-session-refused", f"session B was refused {safe.name}{note}", era=era)
+    else:
+        rec.fail(
+            "isolation/other-session-refused",
+            f"session B never fetched {safe.name} but: {other.describe()}",
+            expected=f"{TOOL_DESCRIPTION_REQUIRED} for session B (only session A fetched the tool)",
+            exchange=calls["b"],
+            era=era,
+        )
+    own = classify_call(calls["a"])
+    if _refused_for_description(own):
+        rec.fail(
+            "isolation/own-session-unaffected",
+            f"session A lost its authorization for {safe.name} while session B was active",
+            expected="session A's call passes the gate",
+            exchange=calls["a"],
+            era=era,
+        )
+    else:
+        rec.ok("isolation/own-session-unaffected", "session A stayed authorized", era=era)
+
+
+async def _session_end(target: Target, mode: Mode, rec: Recorder, safe: SafeTool, era: str) -> None:
+    try:
+        async with connect(target, mode) as c:
+            exchange = await c.call(safe.name, safe.arguments)
+    except ConnectFailure as exc:
+        rec.skip("session-end/new-session-refused", f"could not open a new session: {exc.message}", era=era)
+        return
+    outcome = classify_call(exchange)
+    if _refused_for_description(outcome):
+        rec.ok("session-end/new-session-refused", f"a new session was refused {safe.name}", era=era)
+    else:
+        rec.fail(
+            "session-end/new-session-refused",
+            f"a session opened after the fetching session ended: {outcome.describe()}",
+            expected=f"{TOOL_DESCRIPTION_REQUIRED}: grants end with their session",
+            exchange=exchange,
+            era=era,
+        )
+
+
+# -- sessionless ------------------------------------------------------------------------------------------
+async def sessionless(target: Target, rec: Recorder, disc: Discovery, default: EraInfo | None) -> None:
+    """Scenario sessionless: a client pinned to 2026-07-28, where there is no MCP session."""
+    if default is not None:
+        rec.info(
+            "sessionless/negotiated-version",
+            f"the default client (mode auto) negotiated {default.negotiated}",
+        )
+    else:
+        rec.info("sessionless/negotiated-version", "the default client could not connect")
+    if disc.safe is None or disc.base is None:
+        rec.skip_scenario("sessionless", disc.safe_reason)
+        return
+    safe = disc.safe
+    try:
+        async with connect(target, "2026-07-28") as peer:
+            if default is None or default.negotiated not in SESSIONLESS_VERSIONS:
+                probe = await peer.list_tools()
+                if probe.error is not None:
+                    rec.skip_scenario(
+                        "sessionless", f"the server does not serve 2026-07-28 requests (tools/list: {probe.received})"
+                    )
+                    return
+            unfetched = await peer.call(safe.name, safe.arguments)
+            fetch = await peer.read(_selection(disc.base, safe.name))
+            call = await peer.call(safe.name, safe.arguments)
+    except ConnectFailure as exc:
+        rec.skip_scenario("sessionless", f"could not open a 2026-07-28 client: {exc.message}")
+        return
+    first = classify_call(unfetched)
+    if first.kind == "ok":
+        rec.fail(
+            "sessionless/unfetched-call-refused",
+            f"{safe.name} ran in protocol 2026-07-28 without its description being fetched",
+            expected=f"{TOOL_DESCRIPTION_REQUIRED}, or an explicit refusal such as SESSION_REQUIRED",
+            exchange=unfetched,
+        )
+    elif first.kind == "refused":
+        rec.ok("sessionless/unfetched-call-refused", f"{safe.name}: {first.describe()}")
+    else:
+        rec.warn(
+            "sessionless/unfetched-call-refused",
+            f"{safe.name} was refused, but without an error code: {first.detail}",
+            expected=f"{TOOL_DESCRIPTION_REQUIRED}, or an explicit refusal such as SESSION_REQUIRED",
+            exchange=unfetched,
+        )
+    after = classify_call(call)
+    expected = "the call passes the gate, or an explicit documented refusal such as SESSION_REQUIRED"
+    if fetch.error is not None:
+        rec.fail(
+            "sessionless/fetch-then-call",
+            f"fetching {safe.name}'s description failed in protocol 2026-07-28",
+            expected=expected,
+            exchange=fetch,
+        )
+    elif after.kind == "ok":
+        rec.ok("sessionless/fetch-then-call", f"fetch then call of {safe.name} succeeded in protocol 2026-07-28")
+    elif _refused_for_description(after):
+        rec.fail(
+            "sessionless/fetch-then-call",
+            f"{safe.name} is still refused with {TOOL_DESCRIPTION_REQUIRED} after the fetch: a 2026-07-28 client "
+            "can never call it and is not told why",
+            expected=expected,
+            exchange=call,
+        )
+    elif after.kind == "refused":
+        message = (after.document or {}).get("message")
+        rec.ok(
+            "sessionless/fetch-then-call",
+            f"refused explicitly with {after.code}" + (f": {short(message, 160)}" if message else ""),
+        )
+    else:
+        rec.fail(
+            "sessionless/fetch-then-call",
+            f"after the fetch the call failed without an error code: {after.detail}",
+            expected=expected,
+            exchange=call,
+        )

@@ -1,0 +1,205 @@
+"""Reading the spec's documents out of whatever a server sent: resource bodies, error documents, call outcomes.
+
+Lenient in what it accepts (an error document as JSON-RPC error data or as content, wrapped in
+`{"error": ...}` or not), so that each check can then say precisely what was wrong.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import parse_qs, urlsplit
+
+from ._probe import Exchange
+
+__all__ = [
+    "MISSING_TOOL_SELECTION",
+    "SESSIONLESS_VERSIONS",
+    "TOOL_DESCRIPTION_REQUIRED",
+    "Body",
+    "CallOutcome",
+    "base_uri",
+    "classify_call",
+    "error_document",
+    "example_arguments",
+    "read_body",
+    "same_selection_uri",
+    "schema_detail",
+    "uri_path",
+]
+
+MISSING_TOOL_SELECTION = "MISSING_TOOL_SELECTION"
+TOOL_DESCRIPTION_REQUIRED = "TOOL_DESCRIPTION_REQUIRED"
+# Protocol versions without sessions (no initialize, no Mcp-Session-Id).
+SESSIONLESS_VERSIONS = frozenset({"2026-07-28"})
+
+# Schema keywords a minimal tools/list entry may carry (spec 3.1: omitted, or simplified).
+_MINIMAL_KEYS = frozenset({"type", "additionalProperties", "$schema", "properties", "required"})
+
+
+@dataclass
+class Body:
+    """A resources/read result decoded: the JSON value, any text before it, and the content's _meta."""
+
+    value: Any = None
+    problem: str | None = None
+    prefix: str = ""
+    meta: dict[str, Any] | None = None
+
+    @property
+    def mapping(self) -> dict[str, Any] | None:
+        return self.value if isinstance(self.value, dict) else None
+
+
+def _decode_json(text: str) -> tuple[Any, str] | None:
+    try:
+        return json.loads(text), ""
+    except ValueError:
+        pass
+    start = text.find("{")
+    if start > 0:
+        try:
+            return json.loads(text[start:]), text[:start]
+        except ValueError:
+            return None
+    return None
+
+
+def read_body(exchange: Exchange) -> Body:
+    """The JSON a resources/read returned, or why there is none."""
+    if exchange.error is not None:
+        return Body(problem=f"the read failed: {exchange.received}")
+    contents = (exchange.result or {}).get("contents")
+    if not isinstance(contents, list) or not contents or not isinstance(contents[0], dict):
+        return Body(problem="the read returned no contents")
+    first = contents[0]
+    meta = first.get("_meta") if isinstance(first.get("_meta"), dict) else None
+    text = first.get("text")
+    if not isinstance(text, str) and isinstance(first.get("blob"), str):
+        try:
+            text = base64.b64decode(first["blob"]).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return Body(problem="the blob content is not UTF-8 text", meta=meta)
+    if not isinstance(text, str):
+        return Body(problem="the first content has neither text nor blob", meta=meta)
+    decoded = _decode_json(text)
+    if decoded is None:
+        return Body(problem=f"the content is not JSON: {text[:80]!r}", meta=meta)
+    value, prefix = decoded
+    problem = f"{len(contents)} contents returned; only the first is read" if len(contents) > 1 else None
+    return Body(value=value, problem=problem, prefix=prefix.strip(), meta=meta)
+
+
+def error_document(value: Any) -> dict[str, Any] | None:
+    """The `{"code", "message", ...}` object of an error document, wrapped in {"error": ...} or bare."""
+    if isinstance(value, dict):
+        inner = value.get("error")
+        if isinstance(inner, dict) and isinstance(inner.get("code"), str):
+            return inner
+        if isinstance(value.get("code"), str):
+            return value
+    return None
+
+
+@dataclass
+class CallOutcome:
+    """What a tools/call did: ran (`ok`), was refused with a coded error document, or failed otherwise."""
+
+    kind: Literal["ok", "refused", "error"]
+    via: Literal["result", "jsonrpc"] | None = None
+    document: dict[str, Any] | None = None
+    detail: str = ""
+
+    @property
+    def code(self) -> str | None:
+        return str(self.document["code"]) if self.document is not None else None
+
+    def describe(self) -> str:
+        if self.kind == "ok":
+            return "the call succeeded"
+        if self.kind == "refused":
+            form = "an isError tool result" if self.via == "result" else "a JSON-RPC error"
+            return f"refused with {self.code} ({form})"
+        return f"the call failed without an error code: {self.detail}"
+
+
+def classify_call(exchange: Exchange) -> CallOutcome:
+    """Sort a tools/call exchange into ran / refused-with-a-code / failed."""
+    if exchange.error is not None:
+        document = error_document(exchange.error.data)
+        if document is not None:
+            return CallOutcome("refused", "jsonrpc", document)
+        return CallOutcome("error", "jsonrpc", None, exchange.received)
+    result = exchange.result or {}
+    if result.get("isError") is not True:
+        return CallOutcome("ok")
+    document = error_document(result.get("structuredContent"))
+    if document is None:
+        for item in result.get("content") or []:
+            if isinstance(item, dict) and isinstance(item.get("text"), str):
+                decoded = _decode_json(item["text"])
+                if decoded is not None and (document := error_document(decoded[0])) is not None:
+                    break
+    if document is not None:
+        return CallOutcome("refused", "result", document)
+    return CallOutcome("error", "result", None, exchange.received)
+
+
+def schema_detail(schema: Any) -> str | None:
+    """Why a tools/list inputSchema is more than the minimal form, or None when it is minimal."""
+    if schema is None:
+        return None
+    if not isinstance(schema, dict):
+        return "inputSchema is not an object"
+    if schema.get("type", "object") != "object":
+        return f"inputSchema type is {schema.get('type')!r}"
+    properties = schema.get("properties")
+    if isinstance(properties, dict) and properties:
+        names = ", ".join(list(properties)[:4]) + (", …" if len(properties) > 4 else "")
+        return f"lists {len(properties)} parameter(s) ({names})"
+    if schema.get("required"):
+        return "declares required parameters"
+    if isinstance(schema.get("additionalProperties"), dict):
+        return "additionalProperties is a schema"
+    extra = sorted(set(schema) - _MINIMAL_KEYS)
+    if extra:
+        return f"carries schema keywords {extra}"
+    return None
+
+
+def example_arguments(definition: dict[str, Any]) -> dict[str, Any] | None:
+    """Arguments of the first example of a full description, or {} when the schema requires nothing."""
+    examples = definition.get("examples")
+    if isinstance(examples, list):
+        for example in examples:
+            if isinstance(example, dict):
+                for key in ("input", "arguments", "args", "params", "parameters"):
+                    if isinstance(example.get(key), dict):
+                        return dict(example[key])
+    schema = definition.get("inputSchema")
+    if isinstance(schema, dict) and not schema.get("required"):
+        return {}
+    return None
+
+
+def same_selection_uri(uri: Any, base: str, name: str) -> bool:
+    """Whether `uri` is `<base>?tools=<name>` (exactly, or with the query encoded differently)."""
+    if not isinstance(uri, str):
+        return False
+    if uri == f"{base}?tools={name}":
+        return True
+    head, _, query = uri.partition("?")
+    return head == base and parse_qs(query).get("tools") == [name] and set(parse_qs(query)) == {"tools"}
+
+
+def base_uri(uri: str) -> str:
+    """`uri` without query or fragment."""
+    return re.split(r"[?#]", uri, maxsplit=1)[0]
+
+
+def uri_path(uri: str) -> str:
+    return urlsplit(base_uri(uri)).path

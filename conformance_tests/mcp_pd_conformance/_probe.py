@@ -1,0 +1,243 @@
+"""The suite's only contact with a server: the `mcp` client, raw JSON results, every exchange recorded.
+
+Results are taken as plain JSON (after the SDK's own protocol validation) so the checks see exactly
+what the server sent, including fields the SDK's models would drop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import ExitStack, asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import IO, Any, Literal, cast
+
+import mcp_types as types
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from pydantic import TypeAdapter
+
+__all__ = ["ConnectFailure", "ErrorInfo", "Exchange", "Peer", "Target", "connect", "short"]
+
+_RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+Mode = Literal["legacy", "auto", "2026-07-28"]
+
+
+def short(value: Any, limit: int = 400) -> str:
+    """Compact JSON (or str) of `value`, cut to `limit` characters."""
+    try:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Target:
+    """The server under test: a stdio command line (argv) or a Streamable HTTP URL."""
+
+    stdio: tuple[str, ...] | None = None
+    url: str | None = None
+    timeout: float = 30.0
+
+    def __post_init__(self) -> None:
+        if (self.stdio is None) == (self.url is None):
+            raise ValueError("give exactly one of stdio (a command line) or url")
+        if self.stdio is not None and not self.stdio:
+            raise ValueError("the stdio command line is empty")
+
+    def describe(self) -> str:
+        return f"stdio: {' '.join(self.stdio)}" if self.stdio is not None else f"http: {self.url}"
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.stdio is not None else "http"
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """A JSON-RPC error (code set) or a client-side failure such as an invalid result (code None)."""
+
+    code: int | None
+    message: str
+    data: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            out["data"] = self.data
+        return out
+
+
+@dataclass
+class Exchange:
+    """One request and what came back."""
+
+    method: str
+    params: dict[str, Any]
+    result: dict[str, Any] | None = None
+    error: ErrorInfo | None = None
+
+    @property
+    def sent(self) -> str:
+        return f"{self.method} {short(self.params, 200)}"
+
+    @property
+    def received(self) -> str:
+        if self.error is not None:
+            return f"JSON-RPC error {short(self.error.to_json())}"
+        return short(self.result)
+
+
+class ConnectFailure(Exception):
+    """The server could not be started or reached (`unreachable`), or did not speak MCP (`handshake`)."""
+
+    def __init__(self, kind: Literal["unreachable", "handshake"], message: str, stderr: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.stderr = stderr
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+def _classify(exc: BaseException, target: Target, stderr: str) -> ConnectFailure:
+    leaves = _leaves(exc)
+    for leaf in leaves:
+        name = type(leaf).__name__
+        if isinstance(leaf, OSError) and target.stdio is not None:
+            return ConnectFailure("unreachable", f"could not start {target.stdio[0]!r}: {leaf}", stderr)
+        if name in ("ConnectError", "ConnectTimeout") or isinstance(leaf, ConnectionError):
+            return ConnectFailure("unreachable", f"could not connect to {target.url}: {leaf}", stderr)
+        if isinstance(leaf, MCPError) and leaf.error.code == types.CONNECTION_CLOSED and target.stdio is not None:
+            return ConnectFailure(
+                "unreachable", "the server process closed the connection before completing the MCP handshake", stderr
+            )
+        if isinstance(leaf, MCPError) and "timed out" in leaf.error.message:
+            return ConnectFailure(
+                "unreachable", f"no MCP answer within {target.timeout:g} s ({leaf.error.message})", stderr
+            )
+    detail = "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves)
+    return ConnectFailure("handshake", f"the MCP handshake failed: {short(detail, 300)}", stderr)
+
+
+class Peer:
+    """One connected client (one MCP session, when the era has sessions), recording raw exchanges."""
+
+    def __init__(self, client: Client, mode: Mode, timeout: float) -> None:
+        self.client = client
+        self.mode = mode
+        self.timeout = timeout
+
+    @property
+    def protocol_version(self) -> str:
+        return self.client.protocol_version
+
+    @property
+    def instructions(self) -> str | None:
+        return self.client.instructions
+
+    async def _send(self, request: Any, method: str, params: dict[str, Any]) -> Exchange:
+        exchange = Exchange(method, params)
+        try:
+            result: Any = await self.client.session.send_request(request, cast(Any, _RAW), self.timeout)
+            exchange.result = result if isinstance(result, dict) else {"result": result}
+        except MCPError as exc:
+            exchange.error = ErrorInfo(exc.error.code, exc.error.message, exc.error.data)
+        except Exception as exc:  # an invalid result (ValidationError) or a transport failure: both are findings
+            exchange.error = ErrorInfo(None, f"{type(exc).__name__}: {short(str(exc), 300)}")
+        return exchange
+
+    async def list_tools(self, cursor: str | None = None) -> Exchange:
+        params = types.PaginatedRequestParams(cursor=cursor)
+        return await self._send(types.ListToolsRequest(params=params), "tools/list", _dump(params))
+
+    async def list_resources(self, cursor: str | None = None) -> Exchange:
+        params = types.PaginatedRequestParams(cursor=cursor)
+        return await self._send(types.ListResourcesRequest(params=params), "resources/list", _dump(params))
+
+    async def list_resource_templates(self) -> Exchange:
+        params = types.PaginatedRequestParams()
+        return await self._send(
+            types.ListResourceTemplatesRequest(params=params), "resources/templates/list", _dump(params)
+        )
+
+    async def read(self, uri: str) -> Exchange:
+        params = types.ReadResourceRequestParams(uri=uri)
+        return await self._send(types.ReadResourceRequest(params=params), "resources/read", {"uri": uri})
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> Exchange:
+        params = types.CallToolRequestParams(name=name, arguments=arguments)
+        return await self._send(
+            types.CallToolRequest(params=params), "tools/call", {"name": name, "arguments": arguments}
+        )
+
+    async def paginate(self, method: Literal["tools", "resources"]) -> tuple[list[dict[str, Any]], Exchange]:
+        """Every item of a paginated listing, and the last exchange (its error, if one stopped the listing)."""
+        items: list[dict[str, Any]] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            exchange = await (self.list_tools(cursor) if method == "tools" else self.list_resources(cursor))
+            if exchange.result is None:
+                return items, exchange
+            page = exchange.result.get(method)
+            items.extend(item for item in (page if isinstance(page, list) else []) if isinstance(item, dict))
+            cursor = exchange.result.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor or cursor in seen or len(seen) > 1000:
+                return items, exchange
+            seen.add(cursor)
+
+
+def _dump(params: Any) -> dict[str, Any]:
+    return cast(dict[str, Any], params.model_dump(by_alias=True, mode="json", exclude_none=True))
+
+
+@dataclass
+class _Stderr:
+    file: IO[str] | None = field(default=None)
+
+    def tail(self, limit: int = 2000) -> str:
+        if self.file is None:
+            return ""
+        try:
+            self.file.flush()
+            self.file.seek(0)
+            text = self.file.read()
+        except (OSError, ValueError):
+            return ""
+        return text[-limit:]
+
+
+@asynccontextmanager
+async def connect(target: Target, mode: Mode) -> AsyncIterator[Peer]:
+    """Open one client on `target` in `mode`; raises `ConnectFailure` when no MCP session can be opened.
+
+    A stdio server is started with this process's environment and its stderr is kept (shown on failure).
+    """
+    with ExitStack() as files:
+        stderr = _Stderr()
+        transport: Any
+        if target.stdio is not None:
+            stderr.file = files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))
+            params = StdioServerParameters(command=target.stdio[0], args=list(target.stdio[1:]), env=dict(os.environ))
+            transport = stdio_client(params, errlog=stderr.file)
+        else:
+            assert target.url is not None
+            transport = target.url
+        client = Client(transport, mode=mode, cache=None, read_timeout_seconds=target.timeout)
+        try:
+            await client.__aenter__()
+        except Exception as exc:
+            raise _classify(exc, target, stderr.tail()) from None
+        try:
+            yield Peer(client, mode, target.timeout)
+        finally:
+            with suppress(Exception):  # a server that dies on disconnect is not this run's finding
+                await client.__aexit__(None, None, None)

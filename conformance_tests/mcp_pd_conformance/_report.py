@@ -1,0 +1,103 @@
+"""The human report (grouped by spec section) and the machine-readable JSON report."""
+
+from __future__ import annotations
+
+import json
+from itertools import groupby
+from pathlib import Path
+
+from ._model import CheckResult, Report, Status
+from ._spec import SECTION_TITLES, SPEC_VERSION
+
+__all__ = ["render", "verdict", "write_json"]
+
+_COLORS = {
+    Status.SUCCESS: "32",
+    Status.FAILURE: "31;1",
+    Status.WARNING: "33",
+    Status.SKIPPED: "36",
+    Status.INFO: "34",
+}
+
+
+def _paint(text: str, code: str, color: bool) -> str:
+    return f"\033[{code}m{text}\033[0m" if color else text
+
+
+def _section_key(section: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in section.split("."))
+
+
+def _line(result: CheckResult, color: bool, verbosity: int) -> list[str]:
+    spec = result.spec
+    label = result.status.value + (" (expected)" if result.expected_failure else "")
+    status = _paint(f"{label:<8}", _COLORS[result.status], color)
+    reqs = " ".join(spec.requirements)
+    lines = [f"  {status} {result.key:<46} {result.message}  [{reqs} §{spec.section}]"]
+    detailed = result.status in (Status.FAILURE, Status.WARNING) or verbosity >= 2
+    if detailed:
+        for name, value in (("sent", result.sent), ("received", result.received), ("expected", result.expected)):
+            if value:
+                lines.append(f"           {name + ':':<9} {value}")
+        if result.status in (Status.FAILURE, Status.WARNING) and spec.hint:
+            lines.append(f"           {'fix:':<9} {spec.hint}")
+    return lines
+
+
+def verdict(report: Report) -> str:
+    """The last line of the report."""
+    code = report.exit_code
+    if report.fatal is not None:
+        return f"VERDICT: ERROR (exit 3): could not start or reach the server: {report.fatal}"
+    failures = report.failures()
+    if failures:
+        ids = sorted({r for f in failures for r in f.requirements})
+        return f"VERDICT: FAIL (exit {code}): {len(failures)} MUST check(s) failed; requirements {', '.join(ids)}"
+    if report.baseline is not None and report.baseline.stale:
+        return f"VERDICT: FAIL (exit {code}): stale expected failures (now passing): {', '.join(report.baseline.stale)}"
+    warnings = sum(1 for r in report.results if r.status is Status.WARNING)
+    return f"VERDICT: PASS (exit 0): every MUST check passed ({warnings} SHOULD warning(s))"
+
+
+def render(report: Report, *, color: bool = False, verbosity: int = 1) -> str:
+    """The report as text. verbosity 0: problems only; 1: every check; 2: with every exchange."""
+    out = [f"MCP Progressive Disclosure conformance (spec v{SPEC_VERSION})", f"Target: {report.target}"]
+    if report.eras:
+        eras = "; ".join(f"{e.era} (client mode {e.mode}) negotiated {e.negotiated}" for e in report.eras)
+        out.append(f"Protocol eras: {eras}")
+    out += [f"Note: {note}" for note in report.notes]
+    shown = [r for r in report.results if verbosity >= 1 or r.status in (Status.FAILURE, Status.WARNING)]
+    ordered = sorted(shown, key=lambda r: _section_key(r.spec.section))
+    for section, group in groupby(ordered, key=lambda r: r.spec.section):
+        out.append("")
+        out.append(_paint(f"§{section} {SECTION_TITLES.get(section, '')}", "1", color))
+        for result in group:
+            out += _line(result, color, verbosity)
+    counts = report.counts()
+    expected = sum(1 for r in report.results if r.expected_failure)
+    out.append("")
+    summary = ", ".join(f"{n} {status}" for status, n in counts.items())
+    out.append(
+        f"Summary: {len(report.results)} checks: {summary}"
+        + (f" ({expected} expected failure(s))" if expected else "")
+        + f" in {report.duration_s:.1f} s"
+    )
+    if report.baseline is not None:
+        if report.baseline.expected:
+            out.append("Expected failures (in the baseline): " + ", ".join(report.baseline.expected))
+        if report.baseline.stale:
+            out.append(
+                _paint("STALE", _COLORS[Status.FAILURE], color)
+                + " baseline entries (now passing; remove them from the file): "
+                + ", ".join(report.baseline.stale)
+            )
+        if report.baseline.unused:
+            out.append("Baseline entries matching no check that ran: " + ", ".join(report.baseline.unused))
+    line = verdict(report)
+    out.append(_paint(line, _COLORS[Status.SUCCESS if report.exit_code == 0 else Status.FAILURE], color))
+    return "\n".join(out) + "\n"
+
+
+def write_json(report: Report, path: str | Path) -> None:
+    """Write the JSON report (`-` for stdout is handled by the CLI)."""
+    Path(path).write_text(json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

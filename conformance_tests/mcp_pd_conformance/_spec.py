@@ -1,0 +1,479 @@
+"""What the suite checks: the spec requirements it cites and the registry of its checks.
+
+Pure data. The requirement table restates, for every black-box-testable requirement of
+spec v2.1, its ID, section and RFC 2119 level (the project's spec/requirements.toml is the
+source; a test compares the two both ways). Every check cites at least one requirement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+__all__ = [
+    "CHECKS",
+    "CHECKS_BY_ID",
+    "PER_ERA_SCENARIOS",
+    "REQUIREMENTS",
+    "SCENARIOS",
+    "SECTION_TITLES",
+    "SPEC_VERSION",
+    "CheckSpec",
+    "Requirement",
+    "Severity",
+]
+
+SPEC_VERSION: Final = "2.1"
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One normative sentence of the spec, as the suite cites it."""
+
+    id: str
+    section: str
+    level: str
+    text: str
+
+
+def _reqs(*rows: tuple[str, str, str]) -> dict[str, Requirement]:
+    return {rid: Requirement(rid, rid.split("-")[1], level, text) for rid, level, text in rows}
+
+
+REQUIREMENTS: Final[dict[str, Requirement]] = _reqs(
+    ("PD-2-01", "MUST", "two-stage pattern: minimal tools/list, full definitions on demand"),
+    ("PD-2-02", "MUST", "provide a tool_descriptions resource"),
+    ("PD-2-03", "MUST", "enforce session-based authorization of tool calls"),
+    ("PD-2-04", "SHOULD", "provide system-prompt guidance (server instructions)"),
+    ("PD-3.1-01", "MUST", "tools/list returns minimal descriptions"),
+    ("PD-3.1-02", "MUST", "each minimal description is enough to select the tool"),
+    ("PD-3.1-03", "SHOULD", "each minimal description conveys purpose and primary use"),
+    ("PD-3.1-04", "MUST NOT", "no detailed parameter schemas, examples or usage instructions in tools/list"),
+    ("PD-3.1-05", "MAY", "inputSchema omitted or simplified to {type: object, additionalProperties: true}"),
+    ("PD-3.2-01", "SHALL", "full descriptions served by a resource named tool_descriptions in resources/list"),
+    ("PD-3.2-02", "MUST", "full descriptions include the complete input schema"),
+    ("PD-3.2-03", "SHOULD", "full descriptions include usage examples"),
+    ("PD-3.2-04", "SHOULD", "full descriptions include error-handling guidance"),
+    ("PD-3.2-05", "MUST", "the resource supports a query parameter selecting tools"),
+    ("PD-4.1-01", "SHALL", "the tool_descriptions resource appears in resources/list"),
+    ("PD-4.1-02", "MUST", "its uri is resource:///tool_descriptions or ends in tool_descriptions"),
+    ("PD-4.1-03", "MUST", "its name clearly says it holds tool descriptions"),
+    ("PD-4.1-04", "MUST", "its description explains the workflow (the four points of 4.2)"),
+    ("PD-4.1-05", "SHOULD", "its mimeType is application/json"),
+    ("PD-4.2-01", "MUST", "the description relates tools/list to the resource"),
+    ("PD-4.2-02", "MUST", "the description says to fetch before calling"),
+    ("PD-4.2-03", "MUST", "the description gives the ?tools= syntax"),
+    ("PD-4.2-04", "MUST", "the description says what an unfetched call does"),
+    ("PD-4.2-05", "SHOULD", "the description uses sequential steps"),
+    ("PD-4.2-06", "SHOULD", "the description separates selection from parameter learning"),
+    ("PD-4.2-07", "SHOULD", "the description gives concrete URI examples"),
+    ("PD-4.2-08", "SHOULD", "the description says fetching authorizes the tool for the session"),
+    ("PD-4.3-01", "MUST", "the resource URI accepts a tools query parameter"),
+    ("PD-4.3-02", "MUST", "several names are comma-separated"),
+    ("PD-4.3-03", "MUST", "names match exactly as listed"),
+    ("PD-4.3-04", "MUST", "a read without tools returns MISSING_TOOL_SELECTION"),
+    ("PD-4.4-01", "SHALL", "a read returns a JSON object mapping names to full descriptions"),
+    ("PD-4.4-02", "MUST", "the response contains only the requested tools"),
+    ("PD-4.4-03", "MUST NOT", "the response carries no instructional preamble"),
+    ("PD-5.1-01", "SHALL", "fetching a description authorizes the tool in the current session"),
+    ("PD-5.1-02", "MUST", "an unauthorized call fails with TOOL_DESCRIPTION_REQUIRED"),
+    ("PD-5.1-03", "SHALL", "authorization persists for the life of the session"),
+    ("PD-5.1-04", "MUST", "authorization is isolated per session"),
+    ("PD-5.2-01", "MUST", "authorization is tracked with the MCP protocol's session identification"),
+    ("PD-5.2-02", "MUST", "session state is scoped to individual MCP sessions"),
+    ("PD-5.2-03", "MUST", "authorization ends with its session"),
+    ("PD-6.1-01", "MUST", "the MISSING_TOOL_SELECTION document: code, message, examples"),
+    ("PD-6.2-01", "MUST", "the TOOL_DESCRIPTION_REQUIRED document: code, message naming the tool, resource_uri"),
+    ("PD-6.3-01", "SHOULD", "an unknown name gets an {error, available_tools} entry"),
+    ("PD-7.2-03", "MAY", "served descriptions may carry version information"),
+)
+
+SECTION_TITLES: Final[dict[str, str]] = {
+    "2": "Conformance",
+    "3.1": "Stage 1: minimal tool descriptions",
+    "3.2": "Stage 2: full tool descriptions",
+    "4.1": "Resource identification",
+    "4.2": "Resource description content",
+    "4.3": "Resource query parameters",
+    "4.4": "Resource response format",
+    "5.1": "Authorization model",
+    "5.2": "Session identification",
+    "6.1": "Missing tool selection error",
+    "6.2": "Tool description required error",
+    "6.3": "Tool not found error",
+    "7.2": "Caching considerations",
+}
+
+
+class Severity(StrEnum):
+    """What a check that does not pass becomes: MUST -> FAILURE, SHOULD -> WARNING, MAY/INFO -> INFO."""
+
+    MUST = "MUST"
+    SHOULD = "SHOULD"
+    MAY = "MAY"
+    INFO = "INFO"
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A check the suite can emit: stable ID `scenario/name`, the requirements it cites, a fix hint."""
+
+    id: str
+    severity: Severity
+    requirements: tuple[str, ...]
+    title: str
+    hint: str
+
+    @property
+    def scenario(self) -> str:
+        return self.id.split("/", 1)[0]
+
+    @property
+    def section(self) -> str:
+        """The spec section the report groups this check under (its first requirement's)."""
+        return REQUIREMENTS[self.requirements[0]].section
+
+
+def _c(check_id: str, severity: Severity, requirements: tuple[str, ...], title: str, hint: str) -> CheckSpec:
+    return CheckSpec(check_id, severity, requirements, title, hint)
+
+
+M, S, N = Severity.MUST, Severity.SHOULD, Severity.INFO
+
+# In run order. Scenario names are the part before the slash.
+CHECKS: Final[tuple[CheckSpec, ...]] = (
+    _c(
+        "connection/handshake",
+        M,
+        ("PD-2-01",),
+        "the server completes the MCP handshake",
+        "Start an MCP server (stdio or Streamable HTTP); progressive disclosure is an MCP extension.",
+    ),
+    _c(
+        "tools-list/listed",
+        M,
+        ("PD-3.1-01",),
+        "tools/list answers and lists tools",
+        "Answer tools/list with every tool the caller may use.",
+    ),
+    _c(
+        "tools-list/minimal-schema",
+        M,
+        ("PD-3.1-01", "PD-3.1-04", "PD-2-01"),
+        "tools/list entries carry no detailed parameter schema",
+        'List inputSchema as {"type": "object", "additionalProperties": true} (or omit it); '
+        "serve the real schema only through the tool_descriptions resource.",
+    ),
+    _c(
+        "tools-list/no-examples",
+        M,
+        ("PD-3.1-04",),
+        "tools/list entries carry no examples",
+        "Move examples into the full description served by the resource.",
+    ),
+    _c(
+        "tools-list/description-present",
+        M,
+        ("PD-3.1-02",),
+        "every tools/list entry has a non-empty description",
+        "Give each tool a one-line description of what it does, enough to choose it.",
+    ),
+    _c(
+        "tools-list/description-concise",
+        S,
+        ("PD-3.1-04",),
+        "tools/list descriptions are short and carry no usage instructions",
+        "Keep the listed description to one or two sentences (under 300 characters); "
+        "put parameters, examples and usage notes in the full description.",
+    ),
+    _c(
+        "tools-list/description-purpose",
+        S,
+        ("PD-3.1-03",),
+        "tools/list descriptions convey the tool's purpose",
+        "Say what the tool does and when to use it in a short sentence, not just its name.",
+    ),
+    _c(
+        "tools-list/schema-form",
+        N,
+        ("PD-3.1-05",),
+        "which simplified inputSchema form tools/list uses",
+        "",
+    ),
+    _c(
+        "resource-listing/listed",
+        M,
+        ("PD-4.1-01", "PD-2-02", "PD-3.2-01"),
+        "a tool_descriptions resource appears in resources/list",
+        'Add {"uri": "resource:///tool_descriptions", "name": "tool_descriptions", ...} to resources/list.',
+    ),
+    _c(
+        "resource-listing/uri",
+        M,
+        ("PD-4.1-02",),
+        "the resource uri is resource:///tool_descriptions or ends in tool_descriptions (no query)",
+        "List the base URI, e.g. resource:///tool_descriptions, without a query string.",
+    ),
+    _c(
+        "resource-listing/name",
+        M,
+        ("PD-4.1-03",),
+        "the resource name or title says it holds tool descriptions",
+        'Name it e.g. "Tool Descriptions - required before calling any tool".',
+    ),
+    _c(
+        "resource-listing/explains-tools-list",
+        M,
+        ("PD-4.2-01", "PD-4.1-04"),
+        "the resource description relates tools/list to the resource",
+        'Say e.g. "Step 1: choose a tool from tools/list ...".',
+    ),
+    _c(
+        "resource-listing/explains-fetch-first",
+        M,
+        ("PD-4.2-02", "PD-4.1-04"),
+        "the resource description says to fetch a tool's description before calling it",
+        'Say e.g. "Fetch the tool\'s description before calling it".',
+    ),
+    _c(
+        "resource-listing/explains-query-syntax",
+        M,
+        ("PD-4.2-03", "PD-4.1-04"),
+        "the resource description gives the ?tools= query syntax",
+        "Show the syntax, e.g. resource:///tool_descriptions?tools=TOOL_NAME (comma-separate several).",
+    ),
+    _c(
+        "resource-listing/explains-consequence",
+        M,
+        ("PD-4.2-04", "PD-4.1-04"),
+        "the resource description says what happens when a tool is called unfetched",
+        'Say e.g. "calling a tool you have not fetched fails with TOOL_DESCRIPTION_REQUIRED".',
+    ),
+    _c(
+        "resource-listing/sequential-steps",
+        S,
+        ("PD-4.2-05",),
+        "the resource description uses sequential workflow steps",
+        'Write the workflow as "Step 1: ... Step 2: ... Step 3: ...".',
+    ),
+    _c(
+        "resource-listing/selection-vs-parameters",
+        S,
+        ("PD-4.2-06",),
+        "the resource description separates tool selection from parameter learning",
+        "Say that tools/list is for choosing a tool and this resource is for learning its parameters.",
+    ),
+    _c(
+        "resource-listing/uri-examples",
+        S,
+        ("PD-4.2-07",),
+        "the resource description gives concrete URI examples",
+        "Include e.g. resource:///tool_descriptions?tools=TOOL1,TOOL2 verbatim.",
+    ),
+    _c(
+        "resource-listing/explains-authorization",
+        S,
+        ("PD-4.2-08",),
+        "the resource description says fetching authorizes the tool for the session",
+        'Say e.g. "fetching a description authorizes that tool for the rest of this session".',
+    ),
+    _c(
+        "resource-listing/mime-type",
+        S,
+        ("PD-4.1-05",),
+        "the resource mimeType is application/json",
+        'Set "mimeType": "application/json" on the listed resource.',
+    ),
+    _c(
+        "resource-listing/system-prompt-guidance",
+        S,
+        ("PD-2-04",),
+        "the server's instructions carry system-prompt guidance for the two-stage workflow",
+        "Send instructions that explain the two stages and show the ?tools= syntax (spec 8.2).",
+    ),
+    _c(
+        "resource-read/single-tool",
+        M,
+        ("PD-4.3-01", "PD-3.2-05", "PD-4.4-01"),
+        "?tools=<name> returns a JSON object keyed by that name",
+        "Parse the tools query parameter and return one JSON text content mapping each name to its description.",
+    ),
+    _c(
+        "resource-read/only-requested",
+        M,
+        ("PD-4.4-02",),
+        "the response contains only the requested tools",
+        "Return exactly the tools named in ?tools=, never the whole catalog or neighbours.",
+    ),
+    _c(
+        "resource-read/no-preamble",
+        M,
+        ("PD-4.4-03",),
+        "the response has no instructional preamble (every top-level key is a requested name)",
+        "Put guidance in the resource description; the body maps tool names to descriptions and nothing else.",
+    ),
+    _c(
+        "resource-read/full-entry",
+        M,
+        ("PD-4.4-01", "PD-3.2-02", "PD-2-01"),
+        "each entry has name, description and an object inputSchema",
+        'Serve {"name", "description", "inputSchema", "examples", ...} for each requested tool.',
+    ),
+    _c(
+        "resource-read/complete-schema",
+        S,
+        ("PD-3.2-02",),
+        "the served inputSchema is more detailed than the minimal one",
+        "Serve the tool's complete JSON schema (properties, required, types, descriptions).",
+    ),
+    _c(
+        "resource-read/examples",
+        S,
+        ("PD-3.2-03",),
+        "full descriptions include usage examples",
+        'Add "examples": [{"description": ..., "input": {...}}] to each full description.',
+    ),
+    _c(
+        "resource-read/error-guidance",
+        S,
+        ("PD-3.2-04",),
+        "full descriptions include error-handling guidance",
+        'Add "error_guidance" (what errors mean and how to recover) to each full description.',
+    ),
+    _c(
+        "resource-read/comma-separated",
+        M,
+        ("PD-4.3-02", "PD-4.3-01"),
+        "?tools=a,b returns exactly a and b",
+        "Split the tools parameter on commas.",
+    ),
+    _c(
+        "resource-read/exact-match",
+        M,
+        ("PD-4.3-03",),
+        "a name in another letter case is not served as the tool",
+        "Match names exactly as listed by tools/list: no case folding, no fuzzy matching.",
+    ),
+    _c(
+        "resource-read/unknown-tool-entry",
+        S,
+        ("PD-6.3-01",),
+        "an unknown name gets an entry with error and available_tools",
+        'Answer unknown names with {"<name>": {"error": "Tool \'<name>\' not found", "available_tools": [...]}}.',
+    ),
+    _c(
+        "resource-read/version-info",
+        N,
+        ("PD-7.2-03",),
+        "whether served descriptions carry version information",
+        "",
+    ),
+    _c(
+        "missing-selection/no-query",
+        M,
+        ("PD-4.3-04",),
+        "a read of the base URI without ?tools= returns MISSING_TOOL_SELECTION",
+        "Refuse the read with a JSON-RPC error whose data is the spec 6.1 document.",
+    ),
+    _c(
+        "missing-selection/empty-tools",
+        M,
+        ("PD-4.3-04",),
+        "a read with an empty ?tools= returns MISSING_TOOL_SELECTION",
+        "Treat ?tools= with no names like a missing parameter.",
+    ),
+    _c(
+        "missing-selection/error-document",
+        M,
+        ("PD-6.1-01",),
+        "the MISSING_TOOL_SELECTION document has code, message and ?tools= examples",
+        'Return {"error": {"code": "MISSING_TOOL_SELECTION", "message": ..., "examples": ["<uri>?tools=tool_name", '
+        '"<uri>?tools=tool1,tool2"]}}.',
+    ),
+    _c(
+        "authorization/era-listings",
+        M,
+        ("PD-2-01", "PD-4.1-01"),
+        "tools/list and resources/list work in this protocol era",
+        "Serve the minimal listing and the resource in every protocol version the server negotiates.",
+    ),
+    _c(
+        "authorization/unfetched-call-refused",
+        M,
+        ("PD-5.1-02", "PD-2-03"),
+        "calling a tool before fetching its description fails with TOOL_DESCRIPTION_REQUIRED",
+        "Gate tools/call: unless this session fetched the tool, return an isError result whose "
+        "structuredContent is the spec 6.2 document.",
+    ),
+    _c(
+        "authorization/error-document",
+        M,
+        ("PD-6.2-01",),
+        "the TOOL_DESCRIPTION_REQUIRED document names the tool and gives resource_uri",
+        'Return {"error": {"code": "TOOL_DESCRIPTION_REQUIRED", "message": "Tool \'<name>\' requires fetching '
+        'its description before use.", "resource_uri": "<base>?tools=<name>"}}.',
+    ),
+    _c(
+        "authorization/fetch-authorizes",
+        M,
+        ("PD-5.1-01", "PD-5.2-01", "PD-2-03"),
+        "after fetching its description the tool can be called in the same session",
+        "Record a grant for (session, tool) on every successful read and check it in tools/call.",
+    ),
+    _c(
+        "authorization/persists",
+        M,
+        ("PD-5.1-03",),
+        "the authorization survives further calls in the session",
+        "Keep grants until the session ends; never consume them on use.",
+    ),
+    _c(
+        "isolation/other-session-refused",
+        M,
+        ("PD-5.1-04", "PD-5.2-02"),
+        "a concurrent session that never fetched the tool is refused",
+        "Key grants by the MCP session (Mcp-Session-Id on HTTP, the connection on stdio), never globally.",
+    ),
+    _c(
+        "isolation/own-session-unaffected",
+        M,
+        ("PD-5.1-03",),
+        "the fetching session stays authorized while another session is refused",
+        "Refusing one session must not touch another session's grants.",
+    ),
+    _c(
+        "session-end/new-session-refused",
+        M,
+        ("PD-5.2-03",),
+        "a session opened after the fetching session ended is refused",
+        "Drop a session's grants when it ends (stdio EOF, HTTP DELETE, idle timeout); never reuse keys.",
+    ),
+    _c(
+        "sessionless/negotiated-version",
+        N,
+        ("PD-5.2-01",),
+        "which protocol version the default client negotiates",
+        "",
+    ),
+    _c(
+        "sessionless/unfetched-call-refused",
+        M,
+        ("PD-5.1-02",),
+        "in the sessionless 2026-07-28 protocol an unfetched call never succeeds",
+        "Without a session identity, refuse calls explicitly (e.g. SESSION_REQUIRED) rather than letting them run.",
+    ),
+    _c(
+        "sessionless/fetch-then-call",
+        M,
+        ("PD-5.2-01", "PD-5.1-01"),
+        "in the sessionless protocol, fetch-then-call succeeds or is refused with an explicit documented error",
+        "Either key sessionless requests to a session identity, or refuse with a documented code "
+        "(e.g. SESSION_REQUIRED) that tells the client how to get a session; never loop on TOOL_DESCRIPTION_REQUIRED.",
+    ),
+)
+
+CHECKS_BY_ID: Final[dict[str, CheckSpec]] = {c.id: c for c in CHECKS}
+SCENARIOS: Final[tuple[str, ...]] = tuple(dict.fromkeys(c.scenario for c in CHECKS))
+# Scenarios run once per selected protocol era; the others run once.
+PER_ERA_SCENARIOS: Final[frozenset[str]] = frozenset({"authorization", "isolation", "session-end"})
