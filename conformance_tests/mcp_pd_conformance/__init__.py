@@ -1,9 +1,64 @@
-"""Placeholder until this package lands (see docs/STATUS.md)."""
+"""Conformance suite for MCP Progressive Disclosure (spec v2.1): a black-box MCP client.
 
-__all__ = ["main"]
+It talks to any server, in any language, over stdio or Streamable HTTP, using only the `mcp`
+client API, and reports one line per check in the vocabulary of the official MCP conformance
+harness (scenarios, checks, SUCCESS / FAILURE / WARNING / SKIPPED / INFO, spec references).
+Every check cites requirement IDs of the project's spec/requirements.toml.
 
+Command line (also `python -m mcp_pd_conformance`)::
 
-def main(argv: list[str]) -> int:
-    """Not built yet."""
-    print("mcp-pd: this command is not built yet; see docs/STATUS.md")
-    return 4
+    mcp-pd check --stdio "python -m mcp_pd serve"
+    mcp-pd check --url http://127.0.0.1:8000/mcp --era legacy --json report.json
+
+Exit codes:
+    0  every MUST check passed (failed SHOULD checks are WARNINGs and do not fail the run)
+    1  one or more MUST checks failed, or an --expected-failures entry is STALE (now passes)
+    2  usage error
+    3  the server could not be started or reached
+
+From Python::
+
+    report = await run_suite(Options(Target(stdio=("python", "-m", "mcp_pd", "serve"))))
+    print(render(report)); report.exit_code
+
+A tool is only ever really invoked when it is named with --call-tool or annotated readOnlyHint=true.
+"""
+
+from ._baseline import BaselineError, apply_baseline, load_expected_failures
+from ._cli import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, main
+from ._model import BaselineOutcome, CheckResult, EraInfo, Report, Status
+from ._probe import Target
+from ._report import render, verdict, write_json
+from ._runner import ERAS, Options, run_suite, select_checks
+from ._spec import CHECKS, REQUIREMENTS, SCENARIOS, SPEC_VERSION, CheckSpec, Requirement, Severity
+
+__all__ = [
+    "CHECKS",
+    "ERAS",
+    "EXIT_FAILURE",
+    "EXIT_OK",
+    "EXIT_UNREACHABLE",
+    "EXIT_USAGE",
+    "REQUIREMENTS",
+    "SCENARIOS",
+    "SPEC_VERSION",
+    "BaselineError",
+    "BaselineOutcome",
+    "CheckResult",
+    "CheckSpec",
+    "EraInfo",
+    "Options",
+    "Report",
+    "Requirement",
+    "Severity",
+    "Status",
+    "Target",
+    "apply_baseline",
+    "load_expected_failures",
+    "main",
+    "render",
+    "run_suite",
+    "select_checks",
+    "verdict",
+    "write_json",
+]
