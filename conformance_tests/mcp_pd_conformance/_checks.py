@@ -243,7 +243,8 @@ async def resource_listing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
     """Scenario resource-listing: the resource entry of spec 4.1 and its description (4.2)."""
     resources, last = await peer.paginate("resources")
     if last.error is not None:
-        disc.no_resource_reason = f"resources/list failed: {NO_EXTENSION}"
+        code = last.error.code if last.error.code is not None else "client-side"
+        disc.no_resource_reason = f"resources/list failed ({code}: {last.error.message}): {NO_EXTENSION}"
         rec.fail(
             "resource-listing/listed",
             f"resources/list failed, so there is no tool_descriptions resource: {NO_EXTENSION}",
@@ -258,7 +259,7 @@ async def resource_listing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         listed = [t.get("uriTemplate") for t in (templates.result or {}).get("resourceTemplates") or []]
         only_template = [t for t in listed if isinstance(t, str) and "tool_descriptions" in t]
         extra = f" (it is only a resource template: {only_template[0]}; list the base URI too)" if only_template else ""
-        disc.no_resource_reason = f"no tool_descriptions resource in resources/list: {NO_EXTENSION}"
+        disc.no_resource_reason = f"no tool_descriptions resource in resources/list{extra}: {NO_EXTENSION}"
         rec.fail(
             "resource-listing/listed",
             f"no tool_descriptions resource in resources/list{extra}: {NO_EXTENSION}",
@@ -488,7 +489,7 @@ def _judge_entries(rec: Recorder, entries: dict[str, tuple[Any, Exchange, Body]]
             if entry.get(key):
                 versions.append(f"{name}.{key}={short(entry[key], 40)}")
         if body.meta:
-            versions.append(f"content _meta {short(body.meta, 120)}")
+            versions.append(f"content _meta keys {sorted(body.meta)}")
     if not entries:
         return
     served = ", ".join(entries)
@@ -527,10 +528,9 @@ def _judge_entries(rec: Recorder, entries: dict[str, tuple[Any, Exchange, Body]]
         "no error_guidance for: ",
         '"error_guidance": {...}',
     )
-    rec.info(
-        "resource-read/version-info",
-        ("version information: " + "; ".join(dict.fromkeys(versions[:4]))) if versions else "no version information",
-    )
+    found = list(dict.fromkeys(versions))[:3]
+    message = f"version information: {'; '.join(found)}" if found else "no version information"
+    rec.info("resource-read/version-info", message)
 
 
 async def _unknown_name(peer: Peer, rec: Recorder, disc: Discovery) -> None:
@@ -585,7 +585,14 @@ async def _exact_match(peer: Peer, rec: Recorder, disc: Discovery, name: str) ->
         return
     got = read_body(exchange).mapping or {}
     served = got.get(variant)
-    if name in got:
+    others = [k for k in got if k in disc.names and k != name]
+    if others:
+        rec.skip(
+            "resource-read/exact-match",
+            f"?tools={variant} returned unrequested tools ({', '.join(others[:3])}; see resource-read/only-requested), "
+            "so case sensitivity cannot be judged",
+        )
+    elif name in got and not isinstance(served, dict):
         rec.fail(
             "resource-read/exact-match",
             f"?tools={variant} returned the description of {name}",
@@ -725,32 +732,46 @@ def _sessionless_refusal(outcome: CallOutcome, version: str) -> bool:
     return version in SESSIONLESS_VERSIONS and outcome.kind == "refused" and not _refused_for_description(outcome)
 
 
+@dataclass(frozen=True)
+class _Gate:
+    """How this server refuses an unfetched call, as observed; later refusals are recognised by it."""
+
+    kind: str
+    code: str | None
+
+    def refuses(self, outcome: CallOutcome) -> bool:
+        return outcome.kind == self.kind and outcome.code == self.code
+
+
 async def session_scenarios(
     target: Target, era: str, mode: Mode, rec: Recorder, disc: Discovery, progress: Any = None
 ) -> EraInfo | None:
     """Scenarios authorization, isolation and session-end in one protocol era."""
     scenarios = ("authorization", "isolation", "session-end")
+    if disc.base is None:
+        for scenario in scenarios:
+            rec.skip_scenario(scenario, disc.no_resource_reason or "no tool_descriptions resource", era=era)
+        return None
     try:
         async with connect(target, mode) as a:
             info = EraInfo(era, mode, a.protocol_version)
             await _era_listings(a, rec, disc, era)
             safe = disc.safe
-            if safe is None or disc.base is None:
+            if safe is None:
                 for scenario in scenarios:
                     rec.skip_scenario(scenario, disc.safe_reason, era=era)
                 return info
-            authorized = await _authorization(a, rec, disc, safe, era)
-            if not authorized:
-                reason = "the fetching session was never authorized (see authorization/fetch-authorizes)"
+            gate, reason = await _authorization(a, rec, disc, safe, era)
+            if gate is None:
                 rec.skip_scenario("isolation", reason, era=era)
                 rec.skip_scenario("session-end", reason, era=era)
                 return info
             if progress is not None:
                 progress(f"isolation [{era}]")
-            await _isolation(target, mode, a, rec, safe, era)
+            await _isolation(target, mode, a, rec, safe, gate, era)
         if progress is not None:
             progress(f"session-end [{era}]")
-        await _session_end(target, mode, rec, safe, era)
+        await _session_end(target, mode, rec, safe, gate, era)
         return info
     except ConnectFailure as exc:
         for scenario in scenarios:
@@ -766,7 +787,7 @@ async def _era_listings(peer: Peer, rec: Recorder, disc: Discovery, era: str) ->
         problems.append(("tools/list failed", tools_ex))
     if res_ex.error is not None:
         problems.append(("resources/list failed", res_ex))
-    elif disc.base is not None and not any(base_uri(str(r.get("uri") or "")) == disc.base for r in resources):
+    elif not any(base_uri(str(r.get("uri") or "")) == disc.base for r in resources):
         problems.append((f"{disc.base} is missing from resources/list", res_ex))
     if problems:
         rec.fail(
@@ -784,8 +805,12 @@ async def _era_listings(peer: Peer, rec: Recorder, disc: Discovery, era: str) ->
         )
 
 
-async def _authorization(a: Peer, rec: Recorder, disc: Discovery, safe: SafeTool, era: str) -> bool:
-    """Unfetched call, fetch, call, three more calls. Returns whether the session ended up authorized."""
+async def _authorization(a: Peer, rec: Recorder, disc: Discovery, safe: SafeTool, era: str) -> tuple[_Gate | None, str]:
+    """Unfetched call, fetch, call, three more calls.
+
+    Returns the observed gate when the session ended up authorized (so isolation can be judged),
+    else None and the reason the later scenarios cannot run.
+    """
     assert disc.base is not None
     version = a.protocol_version
     unfetched = await a.call(safe.name, safe.arguments)
@@ -799,6 +824,7 @@ async def _authorization(a: Peer, rec: Recorder, disc: Discovery, safe: SafeTool
             exchange=unfetched,
             era=era,
         )
+        rec.skip("authorization/error-document", "the unfetched call was not refused", era=era)
     elif _refused_for_description(outcome):
         if outcome.via == "result":
             rec.ok("authorization/unfetched-call-refused", f"{safe.name}: {outcome.describe()}", era=era)
@@ -819,7 +845,7 @@ async def _authorization(a: Peer, rec: Recorder, disc: Discovery, safe: SafeTool
             era=era,
         )
         rec.skip_scenario("authorization", reason, era=era)
-        return False
+        return None, reason
     else:
         rec.fail(
             "authorization/unfetched-call-refused",
@@ -828,27 +854,11 @@ async def _authorization(a: Peer, rec: Recorder, disc: Discovery, safe: SafeTool
             exchange=unfetched,
             era=era,
         )
-    if _refused_for_description(outcome):
-        document = outcome.document or {}
-        problems = []
-        message = document.get("message")
-        if not isinstance(message, str) or safe.name not in message:
-            problems.append(f"the message {message!r} does not name {safe.name}")
-        if not same_selection_uri(document.get("resource_uri"), disc.base, safe.name):
-            problems.append(f"resource_uri is {document.get('resource_uri')!r}")
-        if problems:
-            rec.fail(
-                "authorization/error-document",
-                "; ".join(problems),
-                expected=f"message naming {safe.name!r}, resource_uri {_selection(disc.base, safe.name)!r}",
-                exchange=unfetched,
-                era=era,
-            )
-        else:
-            uri = document["resource_uri"]
-            rec.ok("authorization/error-document", f"names {safe.name}, resource_uri {uri}", era=era)
-    else:
-        rec.skip("authorization/error-document", "no TOOL_DESCRIPTION_REQUIRED document was returned", era=era)
+    if outcome.kind == "refused":
+        _judge_refusal_document(rec, disc.base, safe.name, outcome, unfetched, era)
+    elif outcome.kind == "error":
+        rec.skip("authorization/error-document", "the refusal carried no error document", era=era)
+    gate = _Gate(outcome.kind, outcome.code) if outcome.kind != "ok" else None
 
     fetch = await a.read(_selection(disc.base, safe.name))
     call = await a.call(safe.name, safe.arguments)
@@ -862,42 +872,71 @@ async def _authorization(a: Peer, rec: Recorder, disc: Discovery, safe: SafeTool
             era=era,
         )
         rec.skip("authorization/persists", "the description could not be fetched", era=era)
-        return False
-    if _sessionless_refusal(after, version):
+        return None, "the description could not be fetched (see authorization/fetch-authorizes)"
+    if _sessionless_refusal(after, version) and (gate is None or not gate.refuses(after)):
         reason = f"protocol {version} has no session and the server refuses its calls with {after.code}"
         message = f"{safe.name}: {after.describe()} ({reason})"
         rec.info("authorization/fetch-authorizes", message, exchange=call, era=era)
         rec.skip_scenario("authorization", reason, era=era)
-        return False
-    if after.kind == "refused" and _refused_for_description(after):
+        return None, reason
+    if _refused_for_description(after) or (gate is not None and gate.refuses(after)):
         rec.fail(
             "authorization/fetch-authorizes",
-            f"{safe.name} was still refused after this session fetched its description",
+            f"{safe.name} was still refused after this session fetched its description: {after.describe()}",
             expected="the call passes the gate (no TOOL_DESCRIPTION_REQUIRED)",
             exchange=call,
             era=era,
         )
         rec.skip("authorization/persists", "the session was never authorized", era=era)
-        return False
+        return None, "the fetching session was never authorized (see authorization/fetch-authorizes)"
     note = "" if after.kind == "ok" else f" (the tool itself reported: {short(after.detail or after.code, 120)})"
     rec.ok("authorization/fetch-authorizes", f"{safe.name} passed the gate after the fetch{note}", era=era)
 
-    for attempt in range(1, 4):
-        again = await a.call(safe.name, safe.arguments)
-        if _refused_for_description(classify_call(again)):
+    for attempt in range(2, 5):
+        again = classify_call(exchange := await a.call(safe.name, safe.arguments))
+        if _refused_for_description(again) or (gate is not None and gate.refuses(again)):
             rec.fail(
                 "authorization/persists",
-                f"call {attempt + 1} after the fetch was refused: the authorization did not persist",
+                f"call {attempt} after the fetch was refused ({again.describe()}): the authorization did not persist",
                 expected="every later call in the session passes the gate",
-                exchange=again,
+                exchange=exchange,
                 era=era,
             )
-            return True
-    rec.ok("authorization/persists", "3 further calls passed the gate", era=era)
-    return True
+            break
+    else:
+        rec.ok("authorization/persists", "3 further calls passed the gate", era=era)
+    if gate is None:
+        return None, "the server does not gate calls at all (see authorization/unfetched-call-refused)"
+    return gate, ""
 
 
-async def _isolation(target: Target, mode: Mode, a: Peer, rec: Recorder, safe: SafeTool, era: str) -> None:
+def _judge_refusal_document(
+    rec: Recorder, base: str, name: str, outcome: CallOutcome, exchange: Exchange, era: str
+) -> None:
+    document = outcome.document or {}
+    problems = []
+    if outcome.code != TOOL_DESCRIPTION_REQUIRED:
+        problems.append(f"code is {outcome.code!r}")
+    message = document.get("message")
+    if not isinstance(message, str) or name not in message:
+        problems.append(f"the message {message!r} does not name {name}")
+    if not same_selection_uri(document.get("resource_uri"), base, name):
+        problems.append(f"resource_uri is {document.get('resource_uri')!r}")
+    if problems:
+        rec.fail(
+            "authorization/error-document",
+            "; ".join(problems),
+            expected=f"code {TOOL_DESCRIPTION_REQUIRED}, a message naming {name!r}, "
+            f"resource_uri {_selection(base, name)!r}",
+            exchange=exchange,
+            era=era,
+        )
+    else:
+        uri = document["resource_uri"]
+        rec.ok("authorization/error-document", f"names {name}, resource_uri {uri}", era=era)
+
+
+async def _isolation(target: Target, mode: Mode, a: Peer, rec: Recorder, safe: SafeTool, gate: _Gate, era: str) -> None:
     note = " (over stdio each session is its own server process)" if target.stdio is not None else ""
     try:
         async with connect(target, mode) as b:
@@ -913,18 +952,18 @@ async def _isolation(target: Target, mode: Mode, a: Peer, rec: Recorder, safe: S
         rec.skip_scenario("isolation", f"could not open a second session: {exc.message}", era=era)
         return
     other = classify_call(calls["b"])
-    if _refused_for_description(other):
+    if gate.refuses(other):
         rec.ok("isolation/other-session-refused", f"session B was refused {safe.name}{note}", era=era)
     else:
         rec.fail(
             "isolation/other-session-refused",
             f"session B never fetched {safe.name} but: {other.describe()}",
-            expected=f"{TOOL_DESCRIPTION_REQUIRED} for session B (only session A fetched the tool)",
+            expected=f"the same refusal as any unfetched call ({gate.code or 'an error'}): only session A fetched it",
             exchange=calls["b"],
             era=era,
         )
     own = classify_call(calls["a"])
-    if _refused_for_description(own):
+    if gate.refuses(own):
         rec.fail(
             "isolation/own-session-unaffected",
             f"session A lost its authorization for {safe.name} while session B was active",
@@ -936,7 +975,7 @@ async def _isolation(target: Target, mode: Mode, a: Peer, rec: Recorder, safe: S
         rec.ok("isolation/own-session-unaffected", "session A stayed authorized", era=era)
 
 
-async def _session_end(target: Target, mode: Mode, rec: Recorder, safe: SafeTool, era: str) -> None:
+async def _session_end(target: Target, mode: Mode, rec: Recorder, safe: SafeTool, gate: _Gate, era: str) -> None:
     try:
         async with connect(target, mode) as c:
             exchange = await c.call(safe.name, safe.arguments)
@@ -944,13 +983,13 @@ async def _session_end(target: Target, mode: Mode, rec: Recorder, safe: SafeTool
         rec.skip("session-end/new-session-refused", f"could not open a new session: {exc.message}", era=era)
         return
     outcome = classify_call(exchange)
-    if _refused_for_description(outcome):
+    if gate.refuses(outcome):
         rec.ok("session-end/new-session-refused", f"a new session was refused {safe.name}", era=era)
     else:
         rec.fail(
             "session-end/new-session-refused",
             f"a session opened after the fetching session ended: {outcome.describe()}",
-            expected=f"{TOOL_DESCRIPTION_REQUIRED}: grants end with their session",
+            expected=f"the refusal of an unfetched call ({gate.code or 'an error'}): grants end with their session",
             exchange=exchange,
             era=era,
         )

@@ -117,9 +117,10 @@ async def run_suite(options: Options, progress: Callable[[str], None] | None = N
                 await sessionless(target, rec, disc, default)
             else:
                 rec.skip_scenario("sessionless", "--era legacy: the sessionless 2026-07-28 protocol was not selected")
-        report.notes.append(unfetched_tool_note(disc))
+        if disc.base is not None:
+            report.notes.append(unfetched_tool_note(disc))
     if disc.no_resource_reason:
-        report.notes.insert(0, disc.no_resource_reason[:1].upper() + disc.no_resource_reason[1:] + ".")
+        report.notes.insert(0, f"{disc.no_resource_reason}.")
     return _finish(report, rec, wanted, options, started)
 
 
