@@ -50,7 +50,7 @@ async def test_tools_list_is_minimal(tmp_path: Path) -> None:
     for entry in tools.values():
         assert entry["inputSchema"] == MINIMAL_INPUT_SCHEMA
         assert entry["description"].strip()
-        assert set(entry) <= {"name", "title", "description", "inputSchema", "annotations", "_meta"}
+        assert set(entry) <= {"name", "title", "description", "inputSchema", "annotations", "execution", "_meta"}
         assert "outputSchema" not in entry and "examples" not in entry
     # The hand-written minimal description wins; otherwise the first sentence of the docstring.
     assert tools["add"]["description"] == "Add two integers."

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from mcp_pd import MemoryGrantStore, RateLimit, system_prompt_guidance
 from mcp_pd._policy import FetchRateLimiter
@@ -65,3 +68,10 @@ def test_system_prompt_guidance_covers_the_four_points() -> None:
     assert "enough to choose" in text  # 2: minimal entries suffice for selection
     assert "Never read the resource without ?tools=" in text  # 3: no unscoped fetches
     assert "resource:///tool_descriptions?tools=TOOL_NAME" in text  # 4: example syntax
+
+
+def test_interpretations_quote_the_guidance_verbatim() -> None:
+    text = (Path(__file__).resolve().parents[1] / "spec" / "interpretations.md").read_text()
+    section = text.split("## I-9", 1)[1].split("\n## ", 1)[0]
+    quoted = " ".join(line[2:] for line in section.splitlines() if line.startswith("> "))
+    assert re.sub(r"\s+", " ", quoted) == system_prompt_guidance("resource:///tool_descriptions")

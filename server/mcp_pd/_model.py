@@ -94,6 +94,9 @@ class ToolDefinition(BaseModel):
         entry["inputSchema"] = dict(MINIMAL_INPUT_SCHEMA)
         if self.annotations:
             entry["annotations"] = self.annotations
+        if self.execution:
+            # How to call the tool (e.g. task support), not what to pass: clients need it to call at all.
+            entry["execution"] = self.execution
         if self.meta:
             entry["_meta"] = self.meta
         return entry
