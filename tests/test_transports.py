@@ -134,3 +134,14 @@ async def test_bad_input_over_http_keeps_the_server_serving() -> None:
             ]
             assert (await client.call_tool("x" * 10_000, {})).is_error
             await assert_fetch_then_call(client)
+
+
+@pytest.mark.req("PD-10.3-01")
+async def test_reads_without_a_session_are_rate_limited_by_address() -> None:
+    with http_subprocess("--fetch-rate", "0.1", "--fetch-burst", "2") as url:
+        async with Client(url, mode="2026-07-28", cache=None) as client:
+            for _ in range(2):
+                await client.read_resource(f"{URI}?tools=calculate")
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource(f"{URI}?tools=calculate")
+    assert caught.value.error.data["error"]["code"] == "RATE_LIMITED"

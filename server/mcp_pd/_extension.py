@@ -330,7 +330,7 @@ class ProgressiveDisclosure:
             return await handler(ctx, params)
         caller = self._caller(ctx)
         if self.rate_limiter is not None:
-            wait = self.rate_limiter.acquire(caller.session or "(no session)")
+            wait = self.rate_limiter.acquire(caller.session or _client_address(ctx))
             if wait:
                 message = f"Too many tool description reads; retry in {wait:g} s."
                 raise MCPError(
@@ -402,6 +402,13 @@ class ProgressiveDisclosure:
         if self._bus is not None:
             await self._bus.publish(ToolsListChanged())
             await self._bus.publish(ResourceUpdated(uri=self.resource_uri))
+
+
+def _client_address(ctx: ServerRequestContext[Any, Any]) -> str:
+    """The bucket for a read without a session: its HTTP peer (never used to authorize anything)."""
+    client = getattr(ctx.request, "client", None)
+    host = getattr(client, "host", None)
+    return f"address:{host}" if host else "(no session)"
 
 
 def _suggest(name: str, candidates: list[str]) -> list[str]:
