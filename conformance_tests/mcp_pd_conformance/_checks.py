@@ -1,8 +1,7 @@
-"""The scenarios: what the suite sends and how it judges what comes back.
+"""The single-session scenarios (tools-list, resource-listing, resource-read, missing-selection).
 
 Each scenario writes one result per check into a `Recorder`; a check that cannot run is SKIPPED with
-its reason. Tools are discovered from tools/list; a tool is really invoked only when it is the one
-named with --call-tool or is annotated readOnlyHint=true.
+its reason. Tools are discovered from tools/list, never assumed.
 """
 
 from __future__ import annotations
@@ -11,36 +10,25 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
-
 from ._documents import (
     MISSING_TOOL_SELECTION,
-    SESSIONLESS_VERSIONS,
-    TOOL_DESCRIPTION_REQUIRED,
     Body,
-    CallOutcome,
     base_uri,
-    classify_call,
     error_document,
-    example_arguments,
     read_body,
-    same_selection_uri,
     schema_detail,
     uri_path,
 )
-from ._model import EraInfo
-from ._probe import ConnectFailure, Exchange, Mode, Peer, Target, connect, short
+from ._probe import Exchange, Peer, short
 from ._record import Recorder
 
 __all__ = [
     "Discovery",
     "SafeTool",
-    "choose_safe_tool",
     "missing_selection",
     "resource_listing",
     "resource_read",
-    "session_scenarios",
-    "sessionless",
+    "selection_uri",
     "tools_list",
     "unfetched_tool_note",
 ]
@@ -86,6 +74,11 @@ class Discovery:
     resource: dict[str, Any] | None = None
     base: str | None = None
     no_resource_reason: str = ""
+    # The tool probed with an unfetched call (before anything is fetched) and its arguments.
+    probe: str | None = None
+    probe_arguments: dict[str, Any] = field(default_factory=dict)
+    probe_source: str = ""
+    # The tool the suite may call after fetching it, with arguments learned from its description.
     safe: SafeTool | None = None
     safe_reason: str = "no tool was chosen"
 
@@ -101,7 +94,8 @@ def unfetched_tool_note(disc: Discovery) -> str:
     return f"No tool was invoked: {disc.safe_reason}."
 
 
-def _selection(base: str, *names: str) -> str:
+def selection_uri(base: str, *names: str) -> str:
+    """`<base>?tools=a,b`."""
     return f"{base}?tools={','.join(names)}"
 
 
@@ -368,7 +362,7 @@ async def resource_read(peer: Peer, rec: Recorder, disc: Discovery) -> None:
     base, names = disc.base, disc.names
     reads: list[tuple[list[str], Exchange, Body]] = []
     for requested in ([names[0]], names[:2]) if len(names) >= 2 else ([names[0]],):
-        exchange = await peer.read(_selection(base, *requested))
+        exchange = await peer.read(selection_uri(base, *requested))
         reads.append((requested, exchange, read_body(exchange)))
 
     requested, exchange, body = reads[0]
@@ -536,7 +530,7 @@ def _judge_entries(rec: Recorder, entries: dict[str, tuple[Any, Exchange, Body]]
 async def _unknown_name(peer: Peer, rec: Recorder, disc: Discovery) -> None:
     assert disc.base is not None
     unknown = UNKNOWN_TOOL if UNKNOWN_TOOL not in disc.names else UNKNOWN_TOOL + "_2"
-    exchange = await peer.read(_selection(disc.base, unknown))
+    exchange = await peer.read(selection_uri(disc.base, unknown))
     entry = (read_body(exchange).mapping or {}).get(unknown)
     expected = f'{{"{unknown}": {{"error": "Tool \'{unknown}\' not found", "available_tools": [...]}}}}'
     if exchange.error is not None:
@@ -579,7 +573,7 @@ async def _exact_match(peer: Peer, rec: Recorder, disc: Discovery, name: str) ->
     if variant is None:
         rec.skip("resource-read/exact-match", f"{name!r} has no letters to change the case of")
         return
-    exchange = await peer.read(_selection(disc.base, variant))
+    exchange = await peer.read(selection_uri(disc.base, variant))
     if exchange.error is not None:
         rec.ok("resource-read/exact-match", f"?tools={variant} was refused (JSON-RPC error)")
         return
@@ -668,408 +662,3 @@ async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         )
     else:
         rec.ok("missing-selection/error-document", f"message {message!r}, examples {short(examples, 160)}")
-
-
-# -- the tool the suite may invoke ---------------------------------------------------------------------
-async def choose_safe_tool(
-    peer: Peer, disc: Discovery, call_tool: str | None, call_args: dict[str, Any] | None
-) -> None:
-    """Pick the tool the session scenarios may really call; sets `disc.safe` or `disc.safe_reason`."""
-    if disc.base is None:
-        disc.safe_reason = disc.no_resource_reason or "no tool_descriptions resource"
-        return
-    if call_tool is not None:
-        if call_tool not in disc.names:
-            disc.safe_reason = f"--call-tool {call_tool} is not in tools/list"
-            return
-        if call_args is not None:
-            disc.safe = SafeTool(call_tool, call_args, "--call-tool with --args")
-            return
-        definition = await _definition(peer, disc.base, call_tool)
-        arguments = example_arguments(definition) if definition is not None else None
-        if arguments is None:
-            disc.safe_reason = (
-                f"--call-tool {call_tool}: its description has no example and it requires arguments; pass --args"
-            )
-            return
-        disc.safe = SafeTool(call_tool, arguments, "--call-tool, arguments from its first example")
-        return
-    candidates = [
-        t["name"]
-        for t in disc.tools
-        if isinstance(t.get("annotations"), dict) and t["annotations"].get("readOnlyHint") is True
-    ]
-    if not candidates:
-        disc.safe_reason = (
-            "no tool is annotated readOnlyHint=true, so the suite will not invoke any tool; "
-            "pass --call-tool NAME --args JSON to name one that is safe to call"
-        )
-        return
-    for name in candidates[:8]:
-        definition = await _definition(peer, disc.base, name)
-        arguments = example_arguments(definition) if definition is not None else None
-        if arguments is not None:
-            disc.safe = SafeTool(name, arguments, "readOnlyHint=true, arguments from its first example")
-            return
-    disc.safe_reason = (
-        f"read-only tools ({', '.join(candidates[:5])}) have no usable example arguments; "
-        "pass --call-tool NAME --args JSON"
-    )
-
-
-async def _definition(peer: Peer, base: str, name: str) -> dict[str, Any] | None:
-    entry = (read_body(await peer.read(_selection(base, name))).mapping or {}).get(name)
-    return entry if isinstance(entry, dict) else None
-
-
-# -- authorization, isolation, session-end (per era) --------------------------------------------------
-def _refused_for_description(outcome: CallOutcome) -> bool:
-    return outcome.kind == "refused" and outcome.code == TOOL_DESCRIPTION_REQUIRED
-
-
-def _sessionless_refusal(outcome: CallOutcome, version: str) -> bool:
-    """An explicit refusal of a sessionless-era call that is not TOOL_DESCRIPTION_REQUIRED (e.g. SESSION_REQUIRED)."""
-    return version in SESSIONLESS_VERSIONS and outcome.kind == "refused" and not _refused_for_description(outcome)
-
-
-@dataclass(frozen=True)
-class _Gate:
-    """How this server refuses an unfetched call, as observed; later refusals are recognised by it."""
-
-    kind: str
-    code: str | None
-
-    def refuses(self, outcome: CallOutcome) -> bool:
-        return outcome.kind == self.kind and outcome.code == self.code
-
-
-async def session_scenarios(
-    target: Target, era: str, mode: Mode, rec: Recorder, disc: Discovery, progress: Any = None
-) -> EraInfo | None:
-    """Scenarios authorization, isolation and session-end in one protocol era."""
-    scenarios = ("authorization", "isolation", "session-end")
-    if disc.base is None:
-        for scenario in scenarios:
-            rec.skip_scenario(scenario, disc.no_resource_reason or "no tool_descriptions resource", era=era)
-        return None
-    try:
-        async with connect(target, mode) as a:
-            info = EraInfo(era, mode, a.protocol_version)
-            await _era_listings(a, rec, disc, era)
-            safe = disc.safe
-            if safe is None:
-                for scenario in scenarios:
-                    rec.skip_scenario(scenario, disc.safe_reason, era=era)
-                return info
-            gate, reason = await _authorization(a, rec, disc, safe, era)
-            if gate is None:
-                rec.skip_scenario("isolation", reason, era=era)
-                rec.skip_scenario("session-end", reason, era=era)
-                return info
-            if progress is not None:
-                progress(f"isolation [{era}]")
-            await _isolation(target, mode, a, rec, safe, gate, era)
-        if progress is not None:
-            progress(f"session-end [{era}]")
-        await _session_end(target, mode, rec, safe, gate, era)
-        return info
-    except ConnectFailure as exc:
-        for scenario in scenarios:
-            rec.skip_scenario(scenario, f"could not open a {era} session: {exc.message}", era=era)
-        return None
-
-
-async def _era_listings(peer: Peer, rec: Recorder, disc: Discovery, era: str) -> None:
-    tools, tools_ex = await peer.paginate("tools")
-    resources, res_ex = await peer.paginate("resources")
-    problems = []
-    if tools_ex.error is not None:
-        problems.append(("tools/list failed", tools_ex))
-    if res_ex.error is not None:
-        problems.append(("resources/list failed", res_ex))
-    elif not any(base_uri(str(r.get("uri") or "")) == disc.base for r in resources):
-        problems.append((f"{disc.base} is missing from resources/list", res_ex))
-    if problems:
-        rec.fail(
-            "authorization/era-listings",
-            f"in protocol {peer.protocol_version}: " + "; ".join(p for p, _ in problems),
-            expected="the same tools/list and resources/list in every protocol version",
-            exchange=problems[0][1],
-            era=era,
-        )
-    else:
-        rec.ok(
-            "authorization/era-listings",
-            f"protocol {peer.protocol_version}: {len(tools)} tools, {len(resources)} resources",
-            era=era,
-        )
-
-
-async def _authorization(a: Peer, rec: Recorder, disc: Discovery, safe: SafeTool, era: str) -> tuple[_Gate | None, str]:
-    """Unfetched call, fetch, call, three more calls.
-
-    Returns the observed gate when the session ended up authorized (so isolation can be judged),
-    else None and the reason the later scenarios cannot run.
-    """
-    assert disc.base is not None
-    version = a.protocol_version
-    unfetched = await a.call(safe.name, safe.arguments)
-    outcome = classify_call(unfetched)
-    expected = f"an isError result with structuredContent {{error: {{code: {TOOL_DESCRIPTION_REQUIRED}, ...}}}}"
-    if outcome.kind == "ok":
-        rec.fail(
-            "authorization/unfetched-call-refused",
-            f"{safe.name} ran although this session never fetched its description",
-            expected=expected,
-            exchange=unfetched,
-            era=era,
-        )
-        rec.skip("authorization/error-document", "the unfetched call was not refused", era=era)
-    elif _refused_for_description(outcome):
-        if outcome.via == "result":
-            rec.ok("authorization/unfetched-call-refused", f"{safe.name}: {outcome.describe()}", era=era)
-        else:
-            rec.warn(
-                "authorization/unfetched-call-refused",
-                f"{safe.name}: {outcome.describe()}; a model reads tool results, not protocol errors",
-                expected=expected,
-                exchange=unfetched,
-                era=era,
-            )
-    elif _sessionless_refusal(outcome, version):
-        reason = f"protocol {version} has no session and the server refuses its calls with {outcome.code}"
-        rec.info(
-            "authorization/unfetched-call-refused",
-            f"{safe.name}: {outcome.describe()} ({reason}; see sessionless)",
-            exchange=unfetched,
-            era=era,
-        )
-        rec.skip_scenario("authorization", reason, era=era)
-        return None, reason
-    else:
-        rec.fail(
-            "authorization/unfetched-call-refused",
-            f"{safe.name}: {outcome.describe()}",
-            expected=expected,
-            exchange=unfetched,
-            era=era,
-        )
-    if outcome.kind == "refused":
-        _judge_refusal_document(rec, disc.base, safe.name, outcome, unfetched, era)
-    elif outcome.kind == "error":
-        rec.skip("authorization/error-document", "the refusal carried no error document", era=era)
-    gate = _Gate(outcome.kind, outcome.code) if outcome.kind != "ok" else None
-
-    fetch = await a.read(_selection(disc.base, safe.name))
-    call = await a.call(safe.name, safe.arguments)
-    after = classify_call(call)
-    if fetch.error is not None:
-        rec.fail(
-            "authorization/fetch-authorizes",
-            f"fetching {safe.name}'s description failed",
-            expected="a successful read, then a call that passes the gate",
-            exchange=fetch,
-            era=era,
-        )
-        rec.skip("authorization/persists", "the description could not be fetched", era=era)
-        return None, "the description could not be fetched (see authorization/fetch-authorizes)"
-    if _sessionless_refusal(after, version) and (gate is None or not gate.refuses(after)):
-        reason = f"protocol {version} has no session and the server refuses its calls with {after.code}"
-        message = f"{safe.name}: {after.describe()} ({reason})"
-        rec.info("authorization/fetch-authorizes", message, exchange=call, era=era)
-        rec.skip_scenario("authorization", reason, era=era)
-        return None, reason
-    if _refused_for_description(after) or (gate is not None and gate.refuses(after)):
-        rec.fail(
-            "authorization/fetch-authorizes",
-            f"{safe.name} was still refused after this session fetched its description: {after.describe()}",
-            expected="the call passes the gate (no TOOL_DESCRIPTION_REQUIRED)",
-            exchange=call,
-            era=era,
-        )
-        rec.skip("authorization/persists", "the session was never authorized", era=era)
-        return None, "the fetching session was never authorized (see authorization/fetch-authorizes)"
-    note = "" if after.kind == "ok" else f" (the tool itself reported: {short(after.detail or after.code, 120)})"
-    rec.ok("authorization/fetch-authorizes", f"{safe.name} passed the gate after the fetch{note}", era=era)
-
-    for attempt in range(2, 5):
-        again = classify_call(exchange := await a.call(safe.name, safe.arguments))
-        if _refused_for_description(again) or (gate is not None and gate.refuses(again)):
-            rec.fail(
-                "authorization/persists",
-                f"call {attempt} after the fetch was refused ({again.describe()}): the authorization did not persist",
-                expected="every later call in the session passes the gate",
-                exchange=exchange,
-                era=era,
-            )
-            break
-    else:
-        rec.ok("authorization/persists", "3 further calls passed the gate", era=era)
-    if gate is None:
-        return None, "the server does not gate calls at all (see authorization/unfetched-call-refused)"
-    return gate, ""
-
-
-def _judge_refusal_document(
-    rec: Recorder, base: str, name: str, outcome: CallOutcome, exchange: Exchange, era: str
-) -> None:
-    document = outcome.document or {}
-    problems = []
-    if outcome.code != TOOL_DESCRIPTION_REQUIRED:
-        problems.append(f"code is {outcome.code!r}")
-    message = document.get("message")
-    if not isinstance(message, str) or name not in message:
-        problems.append(f"the message {message!r} does not name {name}")
-    if not same_selection_uri(document.get("resource_uri"), base, name):
-        problems.append(f"resource_uri is {document.get('resource_uri')!r}")
-    if problems:
-        rec.fail(
-            "authorization/error-document",
-            "; ".join(problems),
-            expected=f"code {TOOL_DESCRIPTION_REQUIRED}, a message naming {name!r}, "
-            f"resource_uri {_selection(base, name)!r}",
-            exchange=exchange,
-            era=era,
-        )
-    else:
-        uri = document["resource_uri"]
-        rec.ok("authorization/error-document", f"names {name}, resource_uri {uri}", era=era)
-
-
-async def _isolation(target: Target, mode: Mode, a: Peer, rec: Recorder, safe: SafeTool, gate: _Gate, era: str) -> None:
-    note = " (over stdio each session is its own server process)" if target.stdio is not None else ""
-    try:
-        async with connect(target, mode) as b:
-            calls: dict[str, Exchange] = {}
-
-            async def call(label: str, peer: Peer) -> None:
-                calls[label] = await peer.call(safe.name, safe.arguments)
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(call, "b", b)
-                tg.start_soon(call, "a", a)
-    except ConnectFailure as exc:
-        rec.skip_scenario("isolation", f"could not open a second session: {exc.message}", era=era)
-        return
-    other = classify_call(calls["b"])
-    if gate.refuses(other):
-        rec.ok("isolation/other-session-refused", f"session B was refused {safe.name}{note}", era=era)
-    else:
-        rec.fail(
-            "isolation/other-session-refused",
-            f"session B never fetched {safe.name} but: {other.describe()}",
-            expected=f"the same refusal as any unfetched call ({gate.code or 'an error'}): only session A fetched it",
-            exchange=calls["b"],
-            era=era,
-        )
-    own = classify_call(calls["a"])
-    if gate.refuses(own):
-        rec.fail(
-            "isolation/own-session-unaffected",
-            f"session A lost its authorization for {safe.name} while session B was active",
-            expected="session A's call passes the gate",
-            exchange=calls["a"],
-            era=era,
-        )
-    else:
-        rec.ok("isolation/own-session-unaffected", "session A stayed authorized", era=era)
-
-
-async def _session_end(target: Target, mode: Mode, rec: Recorder, safe: SafeTool, gate: _Gate, era: str) -> None:
-    try:
-        async with connect(target, mode) as c:
-            exchange = await c.call(safe.name, safe.arguments)
-    except ConnectFailure as exc:
-        rec.skip("session-end/new-session-refused", f"could not open a new session: {exc.message}", era=era)
-        return
-    outcome = classify_call(exchange)
-    if gate.refuses(outcome):
-        rec.ok("session-end/new-session-refused", f"a new session was refused {safe.name}", era=era)
-    else:
-        rec.fail(
-            "session-end/new-session-refused",
-            f"a session opened after the fetching session ended: {outcome.describe()}",
-            expected=f"the refusal of an unfetched call ({gate.code or 'an error'}): grants end with their session",
-            exchange=exchange,
-            era=era,
-        )
-
-
-# -- sessionless ------------------------------------------------------------------------------------------
-async def sessionless(target: Target, rec: Recorder, disc: Discovery, default: EraInfo | None) -> None:
-    """Scenario sessionless: a client pinned to 2026-07-28, where there is no MCP session."""
-    if default is not None:
-        rec.info(
-            "sessionless/negotiated-version",
-            f"the default client (mode auto) negotiated {default.negotiated}",
-        )
-    else:
-        rec.info("sessionless/negotiated-version", "the default client could not connect")
-    if disc.safe is None or disc.base is None:
-        rec.skip_scenario("sessionless", disc.safe_reason)
-        return
-    safe = disc.safe
-    try:
-        async with connect(target, "2026-07-28") as peer:
-            if default is None or default.negotiated not in SESSIONLESS_VERSIONS:
-                probe = await peer.list_tools()
-                if probe.error is not None:
-                    rec.skip_scenario(
-                        "sessionless", f"the server does not serve 2026-07-28 requests (tools/list: {probe.received})"
-                    )
-                    return
-            unfetched = await peer.call(safe.name, safe.arguments)
-            fetch = await peer.read(_selection(disc.base, safe.name))
-            call = await peer.call(safe.name, safe.arguments)
-    except ConnectFailure as exc:
-        rec.skip_scenario("sessionless", f"could not open a 2026-07-28 client: {exc.message}")
-        return
-    first = classify_call(unfetched)
-    if first.kind == "ok":
-        rec.fail(
-            "sessionless/unfetched-call-refused",
-            f"{safe.name} ran in protocol 2026-07-28 without its description being fetched",
-            expected=f"{TOOL_DESCRIPTION_REQUIRED}, or an explicit refusal such as SESSION_REQUIRED",
-            exchange=unfetched,
-        )
-    elif first.kind == "refused":
-        rec.ok("sessionless/unfetched-call-refused", f"{safe.name}: {first.describe()}")
-    else:
-        rec.warn(
-            "sessionless/unfetched-call-refused",
-            f"{safe.name} was refused, but without an error code: {first.detail}",
-            expected=f"{TOOL_DESCRIPTION_REQUIRED}, or an explicit refusal such as SESSION_REQUIRED",
-            exchange=unfetched,
-        )
-    after = classify_call(call)
-    expected = "the call passes the gate, or an explicit documented refusal such as SESSION_REQUIRED"
-    if fetch.error is not None:
-        rec.fail(
-            "sessionless/fetch-then-call",
-            f"fetching {safe.name}'s description failed in protocol 2026-07-28",
-            expected=expected,
-            exchange=fetch,
-        )
-    elif after.kind == "ok":
-        rec.ok("sessionless/fetch-then-call", f"fetch then call of {safe.name} succeeded in protocol 2026-07-28")
-    elif _refused_for_description(after):
-        rec.fail(
-            "sessionless/fetch-then-call",
-            f"{safe.name} is still refused with {TOOL_DESCRIPTION_REQUIRED} after the fetch: a 2026-07-28 client "
-            "can never call it and is not told why",
-            expected=expected,
-            exchange=call,
-        )
-    elif after.kind == "refused":
-        message = (after.document or {}).get("message")
-        rec.ok(
-            "sessionless/fetch-then-call",
-            f"refused explicitly with {after.code}" + (f": {short(message, 160)}" if message else ""),
-        )
-    else:
-        rec.fail(
-            "sessionless/fetch-then-call",
-            f"after the fetch the call failed without an error code: {after.detail}",
-            expected=expected,
-            exchange=call,
-        )

@@ -14,12 +14,14 @@ from contextlib import ExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal, cast
 
+import anyio
 import mcp_types as types
+from anyio.abc import TaskGroup
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import TypeAdapter
 
-__all__ = ["ConnectFailure", "ErrorInfo", "Exchange", "Peer", "Target", "connect", "short"]
+__all__ = ["ConnectFailure", "ErrorInfo", "Exchange", "Held", "Peer", "Pool", "Target", "connect", "short"]
 
 _RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 Mode = Literal["legacy", "auto", "2026-07-28"]
@@ -241,3 +243,61 @@ async def connect(target: Target, mode: Mode) -> AsyncIterator[Peer]:
         finally:
             with suppress(Exception):  # a server that dies on disconnect is not this run's finding
                 await client.__aexit__(None, None, None)
+
+
+class Held:
+    """A session kept open by its own task, so that sessions can be closed in any order."""
+
+    def __init__(self, peer: Peer, release: anyio.Event, closed: anyio.Event) -> None:
+        self.peer = peer
+        self._release = release
+        self._closed = closed
+
+    async def close(self) -> None:
+        """End the session (stdio: the server process gets EOF; HTTP: DELETE) and wait until it is over."""
+        self._release.set()
+        await self._closed.wait()
+
+
+class Pool:
+    """Opens sessions, each held by a task of one task group; `async with Pool() as pool: await pool.open(...)`."""
+
+    def __init__(self) -> None:
+        self._tg: TaskGroup | None = None
+        self._releases: list[anyio.Event] = []
+
+    async def __aenter__(self) -> Pool:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> bool | None:
+        for release in self._releases:
+            release.set()
+        assert self._tg is not None
+        return await self._tg.__aexit__(*exc)  # type: ignore[arg-type]
+
+    async def open(self, target: Target, mode: Mode) -> Held:
+        """A new session on `target`; raises ConnectFailure."""
+        assert self._tg is not None, "use the pool in async with"
+        ready, release, closed = anyio.Event(), anyio.Event(), anyio.Event()
+        self._releases.append(release)
+        box: dict[str, Any] = {}
+
+        async def hold() -> None:
+            try:
+                async with connect(target, mode) as peer:
+                    box["peer"] = peer
+                    ready.set()
+                    await release.wait()
+            except ConnectFailure as exc:
+                box["error"] = exc
+            finally:
+                ready.set()
+                closed.set()
+
+        self._tg.start_soon(hold)
+        await ready.wait()
+        if "error" in box:
+            raise box["error"]
+        return Held(box["peer"], release, closed)

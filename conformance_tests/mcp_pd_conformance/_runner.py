@@ -8,20 +8,19 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ._baseline import apply_baseline, validate_selector
-from ._checks import (
-    Discovery,
-    choose_safe_tool,
-    missing_selection,
-    resource_listing,
-    resource_read,
-    session_scenarios,
-    sessionless,
-    tools_list,
-    unfetched_tool_note,
-)
+from ._checks import Discovery, missing_selection, resource_listing, resource_read, tools_list, unfetched_tool_note
 from ._model import EraInfo, Report, Status
-from ._probe import ConnectFailure, Mode, Target, connect
+from ._probe import ConnectFailure, Held, Mode, Pool, Target
 from ._record import Recorder
+from ._sessions import (
+    EraSession,
+    finish_era,
+    finish_sessionless,
+    learn_arguments,
+    open_era,
+    open_sessionless,
+    pick_probe,
+)
 from ._spec import CHECKS, PER_ERA_SCENARIOS, CheckSpec
 
 __all__ = ["ERAS", "Options", "run_suite", "select_checks"]
@@ -69,62 +68,85 @@ async def run_suite(options: Options, progress: Callable[[str], None] | None = N
     """Run every selected scenario against `options.target` and return the report."""
     started = time.monotonic()
     say = progress or (lambda _message: None)
-    target = options.target
-    report = Report(target=target.describe())
+    report = Report(target=options.target.describe())
     rec = Recorder()
     wanted = select_checks(options.only, options.skip)
-    scenarios = {spec.scenario for spec in wanted}
-    disc = Discovery()
-    primary: Mode = "legacy" if "legacy" in options.eras else "auto"
-
-    say(f"connecting ({target.describe()})")
-    try:
-        async with connect(target, primary) as peer:
-            info = peer.client.server_info
-            who = f"{info.name} {info.version}".strip() if info is not None else "an anonymous server"
-            rec.ok("connection/handshake", f"{who}, protocol {peer.protocol_version}")
-            say("tools-list")
-            await tools_list(peer, rec, disc)
-            say("resource-listing")
-            await resource_listing(peer, rec, disc)
-            if "resource-read" in scenarios:
-                say("resource-read")
-                await resource_read(peer, rec, disc)
-            if "missing-selection" in scenarios:
-                say("missing-selection")
-                await missing_selection(peer, rec, disc)
-            if scenarios & _CALLING:
-                await choose_safe_tool(peer, disc, options.call_tool, options.call_args)
-    except ConnectFailure as exc:
-        _connect_failed(report, rec, exc, target)
-        return _finish(report, rec, wanted, options, started)
-
-    default: EraInfo | None = None
-    if scenarios & _CALLING:
-        for era in options.eras:
-            if era == "legacy" and not scenarios & PER_ERA_SCENARIOS:
-                continue
-            mode: Mode = "legacy" if era == "legacy" else "auto"
-            say(f"authorization [{era}]")
-            era_info = await session_scenarios(target, era, mode, rec, disc, say)
-            if era_info is not None:
-                report.eras.append(era_info)
-                if era == "2026-07-28":
-                    default = era_info
-        if "sessionless" in scenarios:
-            if "2026-07-28" in options.eras:
-                say("sessionless")
-                await sessionless(target, rec, disc, default)
-            else:
-                rec.skip_scenario("sessionless", "--era legacy: the sessionless 2026-07-28 protocol was not selected")
-        if disc.base is not None:
-            report.notes.append(unfetched_tool_note(disc))
-    if disc.no_resource_reason:
-        report.notes.insert(0, f"{disc.no_resource_reason}.")
+    async with Pool() as pool:
+        await _run(pool, options, report, rec, {spec.scenario for spec in wanted}, say)
     return _finish(report, rec, wanted, options, started)
 
 
-def _connect_failed(report: Report, rec: Recorder, exc: ConnectFailure, target: Target) -> None:
+async def _run(
+    pool: Pool, options: Options, report: Report, rec: Recorder, scenarios: set[str], say: Callable[[str], None]
+) -> None:
+    target = options.target
+    disc = Discovery()
+    say(f"connecting ({target.describe()})")
+    try:
+        first: Held = await pool.open(target, "legacy" if "legacy" in options.eras else "auto")
+    except ConnectFailure as exc:
+        _connect_failed(report, rec, exc)
+        return
+    peer = first.peer
+    info = peer.client.server_info
+    who = f"{info.name} {info.version}".strip() if info is not None else "an anonymous server"
+    rec.ok("connection/handshake", f"{who}, protocol {peer.protocol_version}")
+    say("tools-list")
+    await tools_list(peer, rec, disc)
+    say("resource-listing")
+    await resource_listing(peer, rec, disc)
+    if disc.no_resource_reason:
+        report.notes.append(f"{disc.no_resource_reason}.")
+
+    calling = bool(scenarios & _CALLING)
+    sessions: list[EraSession] = []
+    pinned: Held | None = None
+    if calling:
+        # Unfetched-call probes first, before any session fetches anything (see _sessions).
+        pick_probe(disc, options.call_tool, options.call_args)
+        default: EraInfo | None = None
+        for era in options.eras:
+            if era == "legacy" and not scenarios & PER_ERA_SCENARIOS:
+                continue
+            say(f"authorization [{era}]")
+            mode: Mode = "legacy" if era == "legacy" else "auto"
+            if disc.base is None:
+                for scenario in PER_ERA_SCENARIOS:
+                    rec.skip_scenario(scenario, disc.no_resource_reason, era=era)
+                continue
+            session = await open_era(pool, target, era, mode, rec, disc)
+            if session is not None:
+                sessions.append(session)
+                report.eras.append(session.info)
+                if era == "2026-07-28":
+                    default = session.info
+        if "sessionless" in scenarios:
+            if "2026-07-28" not in options.eras:
+                rec.skip_scenario("sessionless", "--era legacy: the sessionless 2026-07-28 protocol was not selected")
+            elif disc.base is None:
+                rec.skip_scenario("sessionless", disc.no_resource_reason)
+            else:
+                say("sessionless")
+                pinned = await open_sessionless(pool, target, rec, disc, default)
+
+    if "resource-read" in scenarios:
+        say("resource-read")
+        await resource_read(peer, rec, disc)
+    if "missing-selection" in scenarios:
+        say("missing-selection")
+        await missing_selection(peer, rec, disc)
+    if calling:
+        await learn_arguments(peer, disc, options.call_args)
+    await first.close()
+    for session in sessions:
+        say(f"authorization [{session.era}]")
+        await finish_era(pool, target, session, rec, disc, say)
+    await finish_sessionless(pinned, rec, disc)
+    if calling and disc.base is not None:
+        report.notes.append(unfetched_tool_note(disc))
+
+
+def _connect_failed(report: Report, rec: Recorder, exc: ConnectFailure) -> None:
     if exc.kind == "unreachable":
         report.fatal = exc.message
         message = f"could not start or reach the server: {exc.message}"

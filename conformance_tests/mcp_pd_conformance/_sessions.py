@@ -1,0 +1,488 @@
+"""The multi-session scenarios: authorization, isolation and session-end (per protocol era), and sessionless.
+
+Order matters. Every unfetched-call probe is sent before any session fetches anything, so a server
+that shares grants between sessions cannot pass the probe by accident; the probe uses the
+--call-tool arguments or none at all (the gate must refuse before looking at them). A tool is
+really invoked only when named with --call-tool or annotated readOnlyHint=true.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from ._checks import Discovery, SafeTool, selection_uri
+from ._documents import (
+    SESSIONLESS_VERSIONS,
+    TOOL_DESCRIPTION_REQUIRED,
+    CallOutcome,
+    base_uri,
+    classify_call,
+    example_arguments,
+    read_body,
+    same_selection_uri,
+)
+from ._model import EraInfo
+from ._probe import ConnectFailure, Exchange, Held, Mode, Peer, Pool, Target, short
+from ._record import Recorder
+
+__all__ = [
+    "EraSession",
+    "finish_era",
+    "finish_sessionless",
+    "learn_arguments",
+    "open_era",
+    "open_sessionless",
+    "pick_probe",
+]
+
+_ERA_SCENARIOS = ("authorization", "isolation", "session-end")
+
+
+# -- which tool ---------------------------------------------------------------------------------------
+def pick_probe(disc: Discovery, call_tool: str | None, call_args: dict[str, Any] | None) -> None:
+    """Choose the tool to probe, without fetching anything; sets `disc.probe` or `disc.safe_reason`."""
+    if disc.base is None:
+        disc.safe_reason = disc.no_resource_reason or "no tool_descriptions resource"
+        return
+    if call_tool is not None:
+        if call_tool not in disc.names:
+            disc.safe_reason = f"--call-tool {call_tool} is not in tools/list"
+            return
+        disc.probe, disc.probe_arguments, disc.probe_source = call_tool, dict(call_args or {}), "--call-tool"
+        return
+    read_only = [
+        t["name"]
+        for t in disc.tools
+        if isinstance(t.get("annotations"), dict) and t["annotations"].get("readOnlyHint") is True
+    ]
+    if not read_only:
+        disc.safe_reason = (
+            "no tool is annotated readOnlyHint=true, so the suite will not invoke any tool; "
+            "pass --call-tool NAME --args JSON to name one that is safe to call"
+        )
+        return
+    disc.probe, disc.probe_source = read_only[0], "readOnlyHint=true"
+
+
+async def learn_arguments(peer: Peer, disc: Discovery, call_args: dict[str, Any] | None) -> None:
+    """Arguments for the real calls: --args, else the first example of the fetched description."""
+    if disc.probe is None or disc.base is None:
+        return
+    if call_args is not None:
+        disc.safe = SafeTool(disc.probe, call_args, "--call-tool with --args")
+        return
+    entry = (read_body(await peer.read(selection_uri(disc.base, disc.probe))).mapping or {}).get(disc.probe)
+    arguments = example_arguments(entry) if isinstance(entry, dict) else None
+    if arguments is None:
+        disc.safe_reason = (
+            f"{disc.probe}'s description has no example and it requires arguments, so it is only probed "
+            "unfetched; pass --call-tool NAME --args JSON to test calls after a fetch"
+        )
+        return
+    disc.safe = SafeTool(disc.probe, arguments, f"{disc.probe_source}, arguments from its first example")
+
+
+# -- per era ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Gate:
+    """How this server refuses an unfetched call, as observed; later refusals are recognised by it."""
+
+    kind: str
+    code: str | None
+
+    def refuses(self, outcome: CallOutcome) -> bool:
+        return outcome.kind == self.kind and outcome.code == self.code
+
+
+@dataclass
+class EraSession:
+    """Session A of one era, after its unfetched probe."""
+
+    era: str
+    mode: Mode
+    held: Held
+    info: EraInfo
+    gate: _Gate | None = None
+    blocked: str = ""
+
+
+def _refused_for_description(outcome: CallOutcome) -> bool:
+    return outcome.kind == "refused" and outcome.code == TOOL_DESCRIPTION_REQUIRED
+
+
+def _sessionless_refusal(outcome: CallOutcome, version: str) -> bool:
+    """An explicit refusal of a sessionless-era call that is not TOOL_DESCRIPTION_REQUIRED (e.g. SESSION_REQUIRED)."""
+    return version in SESSIONLESS_VERSIONS and outcome.kind == "refused" and not _refused_for_description(outcome)
+
+
+def _skip_era(rec: Recorder, era: str, reason: str) -> None:
+    for scenario in _ERA_SCENARIOS:
+        rec.skip_scenario(scenario, reason, era=era)
+
+
+async def open_era(
+    pool: Pool, target: Target, era: str, mode: Mode, rec: Recorder, disc: Discovery
+) -> EraSession | None:
+    """Open session A of `era`, check its listings and send the unfetched-call probe."""
+    try:
+        held = await pool.open(target, mode)
+    except ConnectFailure as exc:
+        _skip_era(rec, era, f"could not open a {era} session: {exc.message}")
+        return None
+    session = EraSession(era, mode, held, EraInfo(era, mode, held.peer.protocol_version))
+    await _era_listings(held.peer, rec, disc, era)
+    if disc.probe is None:
+        session.blocked = disc.safe_reason
+        _skip_era(rec, era, disc.safe_reason)
+        return session
+    assert disc.base is not None
+    exchange = await held.peer.call(disc.probe, disc.probe_arguments)
+    outcome = classify_call(exchange)
+    version = held.peer.protocol_version
+    name = disc.probe
+    sent = "before any session fetched anything" + ("" if disc.probe_arguments else ", with no arguments")
+    expected = f"an isError result with structuredContent {{error: {{code: {TOOL_DESCRIPTION_REQUIRED}, ...}}}}"
+    check = "authorization/unfetched-call-refused"
+    if outcome.kind == "ok":
+        rec.fail(
+            check,
+            f"{name} ran although no session had fetched it ({sent})",
+            expected=expected,
+            exchange=exchange,
+            era=era,
+        )
+        rec.skip("authorization/error-document", "the unfetched call was not refused", era=era)
+        return session
+    if _sessionless_refusal(outcome, version):
+        reason = f"protocol {version} has no session and the server refuses its calls with {outcome.code}"
+        rec.info(check, f"{name}: {outcome.describe()} ({reason}; see sessionless)", exchange=exchange, era=era)
+        session.blocked = reason
+        _skip_era(rec, era, reason)
+        return session
+    if _refused_for_description(outcome) and outcome.via == "result":
+        rec.ok(check, f"{name}: {outcome.describe()}", era=era)
+    elif _refused_for_description(outcome):
+        rec.warn(
+            check,
+            f"{name}: {outcome.describe()}; a model reads tool results, not protocol errors",
+            expected=expected,
+            exchange=exchange,
+            era=era,
+        )
+    else:
+        rec.fail(check, f"{name} ({sent}): {outcome.describe()}", expected=expected, exchange=exchange, era=era)
+    if outcome.kind == "refused":
+        _judge_refusal_document(rec, disc.base, name, outcome, exchange, era)
+    else:
+        rec.skip("authorization/error-document", "the refusal carried no error document", era=era)
+    session.gate = _Gate(outcome.kind, outcome.code)
+    return session
+
+
+async def _era_listings(peer: Peer, rec: Recorder, disc: Discovery, era: str) -> None:
+    tools, tools_ex = await peer.paginate("tools")
+    resources, res_ex = await peer.paginate("resources")
+    problems = []
+    if tools_ex.error is not None:
+        problems.append(("tools/list failed", tools_ex))
+    if res_ex.error is not None:
+        problems.append(("resources/list failed", res_ex))
+    elif not any(base_uri(str(r.get("uri") or "")) == disc.base for r in resources):
+        problems.append((f"{disc.base} is missing from resources/list", res_ex))
+    if problems:
+        rec.fail(
+            "authorization/era-listings",
+            f"in protocol {peer.protocol_version}: " + "; ".join(p for p, _ in problems),
+            expected="the same tools/list and resources/list in every protocol version",
+            exchange=problems[0][1],
+            era=era,
+        )
+    else:
+        summary = f"protocol {peer.protocol_version}: {len(tools)} tools, {len(resources)} resources"
+        rec.ok("authorization/era-listings", summary, era=era)
+
+
+def _judge_refusal_document(
+    rec: Recorder, base: str, name: str, outcome: CallOutcome, exchange: Exchange, era: str
+) -> None:
+    document = outcome.document or {}
+    problems = []
+    if outcome.code != TOOL_DESCRIPTION_REQUIRED:
+        problems.append(f"code is {outcome.code!r}")
+    message = document.get("message")
+    if not isinstance(message, str) or name not in message:
+        problems.append(f"the message {message!r} does not name {name}")
+    if not same_selection_uri(document.get("resource_uri"), base, name):
+        problems.append(f"resource_uri is {document.get('resource_uri')!r}")
+    if problems:
+        rec.fail(
+            "authorization/error-document",
+            "; ".join(problems),
+            expected=f"code {TOOL_DESCRIPTION_REQUIRED}, a message naming {name!r}, "
+            f"resource_uri {selection_uri(base, name)!r}",
+            exchange=exchange,
+            era=era,
+        )
+    else:
+        rec.ok("authorization/error-document", f"names {name}, resource_uri {document['resource_uri']}", era=era)
+
+
+async def finish_era(
+    pool: Pool,
+    target: Target,
+    session: EraSession,
+    rec: Recorder,
+    disc: Discovery,
+    progress: Callable[[str], None],
+) -> None:
+    """Fetch, call, persist (authorization); a concurrent session B (isolation); a later session C (session-end)."""
+    era, a = session.era, session.held
+    run_end = False
+    try:
+        if session.blocked:
+            return
+        safe, base = disc.safe, disc.base
+        if safe is None or base is None:
+            _skip_era(rec, era, disc.safe_reason)
+            return
+        if not await _fetch_then_call(a.peer, rec, base, safe, session):
+            return
+        if session.gate is None:
+            reason = "the server does not gate calls at all (see authorization/unfetched-call-refused)"
+            rec.skip_scenario("isolation", reason, era=era)
+            rec.skip_scenario("session-end", reason, era=era)
+            return
+        progress(f"isolation [{era}]")
+        await _isolation(pool, target, session, rec, safe, session.gate)
+        run_end = True
+    finally:
+        await a.close()
+    if run_end and disc.safe is not None and session.gate is not None:
+        progress(f"session-end [{era}]")
+        await _session_end(pool, target, session, rec, disc.safe, session.gate)
+
+
+async def _fetch_then_call(a: Peer, rec: Recorder, base: str, safe: SafeTool, session: EraSession) -> bool:
+    """authorization/fetch-authorizes and /persists; True when the session ended up authorized."""
+    era, gate, version = session.era, session.gate, a.protocol_version
+    fetch = await a.read(selection_uri(base, safe.name))
+    call = await a.call(safe.name, safe.arguments)
+    after = classify_call(call)
+
+    def refused(outcome: CallOutcome) -> bool:
+        return _refused_for_description(outcome) or (gate is not None and gate.refuses(outcome))
+
+    if fetch.error is not None:
+        rec.fail(
+            "authorization/fetch-authorizes",
+            f"fetching {safe.name}'s description failed",
+            expected="a successful read, then a call that passes the gate",
+            exchange=fetch,
+            era=era,
+        )
+        reason = "the description could not be fetched (see authorization/fetch-authorizes)"
+    elif _sessionless_refusal(after, version) and not refused(after):
+        reason = f"protocol {version} has no session and the server refuses its calls with {after.code}"
+        rec.info(
+            "authorization/fetch-authorizes", f"{safe.name}: {after.describe()} ({reason})", exchange=call, era=era
+        )
+    elif refused(after):
+        rec.fail(
+            "authorization/fetch-authorizes",
+            f"{safe.name} was still refused after this session fetched its description: {after.describe()}",
+            expected="the call passes the gate (no TOOL_DESCRIPTION_REQUIRED)",
+            exchange=call,
+            era=era,
+        )
+        reason = "the fetching session was never authorized (see authorization/fetch-authorizes)"
+    else:
+        note = "" if after.kind == "ok" else f" (the tool itself answered: {short(after.detail or after.code, 120)})"
+        rec.ok("authorization/fetch-authorizes", f"{safe.name} passed the gate after the fetch{note}", era=era)
+        for attempt in range(2, 5):
+            again = classify_call(exchange := await a.call(safe.name, safe.arguments))
+            if refused(again):
+                rec.fail(
+                    "authorization/persists",
+                    f"call {attempt} after the fetch was refused ({again.describe()}): authorization did not persist",
+                    expected="every later call in the session passes the gate",
+                    exchange=exchange,
+                    era=era,
+                )
+                break
+        else:
+            rec.ok("authorization/persists", "3 further calls passed the gate", era=era)
+        return True
+    rec.skip("authorization/persists", reason, era=era)
+    rec.skip_scenario("isolation", reason, era=era)
+    rec.skip_scenario("session-end", reason, era=era)
+    return False
+
+
+async def _isolation(
+    pool: Pool, target: Target, session: EraSession, rec: Recorder, safe: SafeTool, gate: _Gate
+) -> None:
+    era = session.era
+    note = " (over stdio each session is its own server process)" if target.stdio is not None else ""
+    try:
+        b = await pool.open(target, session.mode)
+    except ConnectFailure as exc:
+        rec.skip_scenario("isolation", f"could not open a second session: {exc.message}", era=era)
+        return
+    calls: dict[str, Exchange] = {}
+
+    async def call(label: str, peer: Peer) -> None:
+        calls[label] = await peer.call(safe.name, safe.arguments)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, "b", b.peer)
+            tg.start_soon(call, "a", session.held.peer)
+    finally:
+        await b.close()
+    other = classify_call(calls["b"])
+    if gate.refuses(other):
+        rec.ok("isolation/other-session-refused", f"session B was refused {safe.name}{note}", era=era)
+    else:
+        rec.fail(
+            "isolation/other-session-refused",
+            f"session B never fetched {safe.name} but: {other.describe()}",
+            expected=f"the refusal of an unfetched call ({gate.code or 'an error'}): only session A fetched it",
+            exchange=calls["b"],
+            era=era,
+        )
+    own = classify_call(calls["a"])
+    if gate.refuses(own):
+        rec.fail(
+            "isolation/own-session-unaffected",
+            f"session A lost its authorization for {safe.name} while session B was active",
+            expected="session A's call passes the gate",
+            exchange=calls["a"],
+            era=era,
+        )
+    else:
+        rec.ok("isolation/own-session-unaffected", "session A stayed authorized", era=era)
+
+
+async def _session_end(
+    pool: Pool, target: Target, session: EraSession, rec: Recorder, safe: SafeTool, gate: _Gate
+) -> None:
+    era = session.era
+    try:
+        c = await pool.open(target, session.mode)
+    except ConnectFailure as exc:
+        rec.skip("session-end/new-session-refused", f"could not open a new session: {exc.message}", era=era)
+        return
+    try:
+        exchange = await c.peer.call(safe.name, safe.arguments)
+    finally:
+        await c.close()
+    outcome = classify_call(exchange)
+    if gate.refuses(outcome):
+        rec.ok(
+            "session-end/new-session-refused",
+            f"a session opened after session A ended was refused {safe.name}",
+            era=era,
+        )
+    else:
+        rec.fail(
+            "session-end/new-session-refused",
+            f"a session opened after the fetching session ended: {outcome.describe()}",
+            expected=f"the refusal of an unfetched call ({gate.code or 'an error'}): grants end with their session",
+            exchange=exchange,
+            era=era,
+        )
+
+
+# -- sessionless ----------------------------------------------------------------------------------------
+async def open_sessionless(
+    pool: Pool, target: Target, rec: Recorder, disc: Discovery, default: EraInfo | None
+) -> Held | None:
+    """Scenario sessionless, first half: a client pinned to 2026-07-28 (no MCP session) sends the unfetched probe."""
+    if default is not None:
+        rec.info("sessionless/negotiated-version", f"the default client (mode auto) negotiated {default.negotiated}")
+    else:
+        rec.info("sessionless/negotiated-version", "the default client could not connect")
+    if disc.probe is None:
+        rec.skip_scenario("sessionless", disc.safe_reason)
+        return None
+    try:
+        held = await pool.open(target, "2026-07-28")
+    except ConnectFailure as exc:
+        rec.skip_scenario("sessionless", f"could not open a 2026-07-28 client: {exc.message}")
+        return None
+    if default is None or default.negotiated not in SESSIONLESS_VERSIONS:
+        listing = await held.peer.list_tools()
+        if listing.error is not None:
+            rec.skip_scenario("sessionless", f"the server does not serve 2026-07-28 requests ({listing.received})")
+            await held.close()
+            return None
+    name = disc.probe
+    exchange = await held.peer.call(name, disc.probe_arguments)
+    first = classify_call(exchange)
+    expected = f"{TOOL_DESCRIPTION_REQUIRED}, or an explicit refusal such as SESSION_REQUIRED"
+    if first.kind == "ok":
+        rec.fail(
+            "sessionless/unfetched-call-refused",
+            f"{name} ran in protocol 2026-07-28 although nothing was fetched",
+            expected=expected,
+            exchange=exchange,
+        )
+    elif first.kind == "refused":
+        rec.ok("sessionless/unfetched-call-refused", f"{name}: {first.describe()}")
+    else:
+        rec.warn(
+            "sessionless/unfetched-call-refused",
+            f"{name} was refused, but without an error code: {first.detail}",
+            expected=expected,
+            exchange=exchange,
+        )
+    return held
+
+
+async def finish_sessionless(held: Held | None, rec: Recorder, disc: Discovery) -> None:
+    """Scenario sessionless, second half: fetch then call in the same pinned client."""
+    if held is None:
+        return
+    try:
+        safe, base = disc.safe, disc.base
+        if safe is None or base is None:
+            rec.skip("sessionless/fetch-then-call", disc.safe_reason)
+            return
+        fetch = await held.peer.read(selection_uri(base, safe.name))
+        call = await held.peer.call(safe.name, safe.arguments)
+    finally:
+        await held.close()
+    after = classify_call(call)
+    check = "sessionless/fetch-then-call"
+    expected = "the call passes the gate, or an explicit documented refusal such as SESSION_REQUIRED"
+    if fetch.error is not None:
+        rec.fail(
+            check,
+            f"fetching {safe.name}'s description failed in protocol 2026-07-28",
+            expected=expected,
+            exchange=fetch,
+        )
+    elif after.kind == "ok":
+        rec.ok(check, f"fetch then call of {safe.name} succeeded in protocol 2026-07-28")
+    elif _refused_for_description(after):
+        rec.fail(
+            check,
+            f"{safe.name} is still refused with {TOOL_DESCRIPTION_REQUIRED} after the fetch: a 2026-07-28 client "
+            "can never call it and is not told why",
+            expected=expected,
+            exchange=call,
+        )
+    elif after.kind == "refused":
+        message = (after.document or {}).get("message")
+        rec.ok(check, f"refused explicitly with {after.code}" + (f": {short(message, 160)}" if message else ""))
+    else:
+        rec.fail(
+            check,
+            f"after the fetch the call failed without an error code: {after.detail}",
+            expected=expected,
+            exchange=call,
+        )

@@ -1,0 +1,160 @@
+"""Fixtures for the tests of the conformance suite itself.
+
+Each server is checked once per test session and the reports are shared: the stdio controls a few
+at a time (legacy era), the HTTP servers in both eras. Servers run as real subprocesses.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp_pd_conformance import ERAS, Options, Report, Target, run_suite
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+CONTROLS = HERE / "pdconf_controls.py"
+MEMORY_CATALOG = ROOT.parent / "shared" / "catalogs" / "mcp-server-memory"
+STDIO_CONTROLS = (
+    "good",
+    "full-schemas",
+    "no-resource",
+    "ignores-selection",
+    "extra-tools",
+    "preamble",
+    "case-insensitive",
+    "no-missing-selection",
+    "ungated",
+    "wrong-error-code",
+    "jsonrpc-refusal",
+    "forgetful",
+    "no-unknown-entry",
+    "plain",
+)
+HTTP_CONTROLS = ("good", "global-grants", "forgetful", "ungated")
+
+
+def control_argv(defect: str, *extra: str) -> tuple[str, ...]:
+    return (sys.executable, str(CONTROLS), defect, *extra)
+
+
+def reference_argv(*extra: str) -> tuple[str, ...]:
+    return (sys.executable, "-m", "mcp_pd", "serve", "--no-watch", *extra)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def http_server(argv: tuple[str, ...]) -> Iterator[str]:
+    """Start `argv` + a port on 127.0.0.1 as a subprocess; yield its /mcp URL."""
+    port = _free_port()
+    proc = subprocess.Popen([*argv, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                raise RuntimeError(f"{argv} exited with {proc.returncode}: {err}")
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{argv} did not listen on {port}")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def run_many(jobs: dict[str, Callable[[], Awaitable[Report]]], limit: int = 3) -> dict[str, Report]:
+    """Run suite jobs concurrently, at most `limit` at a time."""
+    reports: dict[str, Report] = {}
+
+    async def main() -> None:
+        gate = anyio.Semaphore(limit)
+
+        async def one(name: str, job: Callable[[], Awaitable[Report]]) -> None:
+            async with gate:
+                reports[name] = await job()
+
+        async with anyio.create_task_group() as tg:
+            for name, job in jobs.items():
+                tg.start_soon(one, name, job)
+
+    anyio.run(main)
+    return reports
+
+
+def _job(options: Options) -> Callable[[], Awaitable[Report]]:
+    return lambda: run_suite(options)
+
+
+@pytest.fixture(scope="session")
+def call_logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Directory of per-control files listing every tool that really ran."""
+    return tmp_path_factory.mktemp("calls")
+
+
+@pytest.fixture(scope="session")
+def stdio_reports(call_logs: Path) -> dict[str, Report]:
+    """Every stdio control, checked in the legacy era."""
+    jobs = {
+        defect: _job(
+            Options(
+                Target(stdio=control_argv(defect, "--call-log", str(call_logs / f"stdio-{defect}.jsonl"))),
+                eras=("legacy",),
+            )
+        )
+        for defect in STDIO_CONTROLS
+    }
+    return run_many(jobs)
+
+
+@pytest.fixture(scope="session")
+def http_reports(call_logs: Path) -> dict[str, Report]:
+    """A few controls and the reference server over Streamable HTTP, in both eras."""
+    with ExitStack() as stack:
+        jobs = {}
+        for defect in HTTP_CONTROLS:
+            log = str(call_logs / f"http-{defect}.jsonl")
+            url = stack.enter_context(http_server(control_argv(defect, "--call-log", log, "--http")))
+            jobs[defect] = _job(Options(Target(url=url), eras=ERAS))
+        url = stack.enter_context(http_server(reference_argv("--transport", "http", "--port")))
+        jobs["reference"] = _job(Options(Target(url=url), eras=ERAS))
+        return run_many(jobs)
+
+
+@pytest.fixture(scope="session")
+def reference_reports() -> dict[str, Report]:
+    """The reference server over stdio in both eras, and a simulated real catalog."""
+    jobs = {
+        "reference": _job(Options(Target(stdio=reference_argv()), eras=ERAS)),
+        "simulation": _job(
+            Options(
+                Target(stdio=reference_argv("--simulate", "--descriptions", str(MEMORY_CATALOG))),
+                eras=("legacy",),
+                call_tool="read_graph",
+                call_args={},
+            )
+        ),
+    }
+    return run_many(jobs)

@@ -1,0 +1,77 @@
+"""The suite over Streamable HTTP and against the reference server, in both protocol eras."""
+
+from __future__ import annotations
+
+import pytest
+from mcp_pd_conformance import Report, Status, render
+
+
+def _failed(report: Report) -> set[str]:
+    return {req for r in report.results if r.status is Status.FAILURE for req in r.requirements}
+
+
+def _by_key(report: Report) -> dict[str, Status]:
+    return {r.key: r.status for r in report.results}
+
+
+@pytest.mark.req("PD-5.1-04", "PD-5.2-02", "PD-5.2-03")
+def test_shared_grants_fail_isolation_over_http(http_reports: dict[str, Report]) -> None:
+    report = http_reports["global-grants"]
+    failed = _failed(report)
+    assert "PD-5.1-04" in failed, render(report)
+    # A global grant also lets a later session and a sessionless client through: the same defect.
+    assert failed <= {"PD-5.1-04", "PD-5.2-02", "PD-5.2-03", "PD-5.1-02"}, render(report)
+    statuses = _by_key(report)
+    for era in ("legacy", "2026-07-28"):
+        assert statuses[f"isolation/other-session-refused[{era}]"] is Status.FAILURE
+        assert statuses[f"authorization/unfetched-call-refused[{era}]"] is Status.SUCCESS
+    assert report.exit_code == 1
+
+
+@pytest.mark.req("PD-5.1-03")
+def test_forgetful_grants_fail_persistence_over_http(http_reports: dict[str, Report]) -> None:
+    report = http_reports["forgetful"]
+    assert _failed(report) == {"PD-5.1-03"}, render(report)
+
+
+@pytest.mark.req("PD-5.1-02", "PD-2-03")
+def test_ungated_calls_fail_over_http_in_every_era(http_reports: dict[str, Report]) -> None:
+    report = http_reports["ungated"]
+    assert _failed(report) == {"PD-5.1-02", "PD-2-03"}, render(report)
+    statuses = _by_key(report)
+    assert statuses["sessionless/unfetched-call-refused"] is Status.FAILURE
+    for era in ("legacy", "2026-07-28"):
+        assert statuses[f"authorization/unfetched-call-refused[{era}]"] is Status.FAILURE
+
+
+@pytest.mark.req("PD-5.2-01", "PD-5.1-01", "PD-5.1-02")
+@pytest.mark.parametrize("server", ["good", "reference"])
+def test_correct_servers_pass_over_http_in_both_eras(server: str, http_reports: dict[str, Report]) -> None:
+    report = http_reports[server]
+    assert report.exit_code == 0, render(report)
+    assert not [r for r in report.results if r.status is Status.FAILURE], render(report)
+    # Over HTTP the default client is steered to the handshake; a client pinned to 2026-07-28 gets an explicit refusal.
+    assert [e.negotiated for e in report.eras] == ["2025-11-25", "2025-11-25"]
+    fetch_then_call = next(r for r in report.results if r.id == "sessionless/fetch-then-call")
+    assert fetch_then_call.status is Status.SUCCESS
+    assert "SESSION_REQUIRED" in fetch_then_call.message
+    skipped = [r.key for r in report.results if r.status is Status.SKIPPED]
+    assert skipped == [], render(report)
+
+
+@pytest.mark.req("PD-2-01", "PD-2-02", "PD-2-03", "PD-4.3-04", "PD-5.1-04", "PD-5.2-03")
+def test_reference_server_passes_over_stdio_in_both_eras(reference_reports: dict[str, Report]) -> None:
+    report = reference_reports["reference"]
+    assert report.exit_code == 0, render(report)
+    assert not [r for r in report.results if r.status in (Status.FAILURE, Status.SKIPPED)], render(report)
+    assert [(e.era, e.negotiated) for e in report.eras] == [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")]
+
+
+def test_simulated_catalog_passes_with_an_explicit_tool(reference_reports: dict[str, Report]) -> None:
+    """A real catalog without readOnly annotations: --call-tool names the tool the suite may invoke."""
+    report = reference_reports["simulation"]
+    assert report.exit_code == 0, render(report)
+    assert "Tool invoked by the suite: read_graph {} (--call-tool with --args)." in report.notes
+    # The catalog ships no examples or error guidance: SHOULD warnings, not failures.
+    warned = {r.id for r in report.results if r.status is Status.WARNING}
+    assert warned == {"resource-read/examples", "resource-read/error-guidance"}, render(report)
