@@ -46,7 +46,7 @@ REQUIREMENTS: Final[dict[str, Requirement]] = _reqs(
     ("PD-2-02", "MUST", "provide a tool_descriptions resource"),
     ("PD-2-03", "MUST", "enforce session-based authorization of tool calls"),
     ("PD-2-04", "SHOULD", "provide system-prompt guidance (server instructions)"),
-    ("PD-3.1-01", "MUST", "tools/list returns minimal descriptions"),
+    ("PD-3.1-01", "SHALL", "tools/list returns minimal descriptions"),
     ("PD-3.1-02", "MUST", "each minimal description is enough to select the tool"),
     ("PD-3.1-03", "SHOULD", "each minimal description conveys purpose and primary use"),
     ("PD-3.1-04", "MUST NOT", "no detailed parameter schemas, examples or usage instructions in tools/list"),
