@@ -304,3 +304,16 @@ async def test_installing_twice_is_refused() -> None:
 
     with pytest.raises(RuntimeError):
         ProgressiveDisclosure().install(app)
+
+
+@pytest.mark.req("PD-5.2-01")
+async def test_session_key_hook_identifies_sessionless_callers() -> None:
+    # An operator who identifies callers (say, by an authenticated principal) keys authorization on that.
+    app, pd = make_mcpserver(session_key=lambda ctx: "tenant-a")
+    async with Client(app, cache=None) as client:
+        assert client.protocol_version == "2026-07-28"
+        _is_error, doc = await call_doc(client, "add", {"a": 1, "b": 2})
+        assert doc["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
+        await read_json(client, f"{URI}?tools=add")
+        assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+    assert pd.grants.allowed("custom:tenant-a", "add")

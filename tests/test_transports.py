@@ -145,3 +145,13 @@ async def test_reads_without_a_session_are_rate_limited_by_address() -> None:
             with pytest.raises(MCPError) as caught:
                 await client.read_resource(f"{URI}?tools=calculate")
     assert caught.value.error.data["error"]["code"] == "RATE_LIMITED"
+
+
+async def test_sessionless_reject_policy_keeps_2026_clients_and_says_why() -> None:
+    with http_subprocess("--sessionless", "reject") as url:
+        async with Client(url, cache=None) as client:
+            assert client.protocol_version == "2026-07-28"
+            name, args = await pick_read_only_tool(client)
+            result = await client.call_tool(name, args)
+    assert result.structured_content is not None
+    assert result.structured_content["error"]["code"] == "SESSION_REQUIRED"
