@@ -88,9 +88,15 @@ class Exchange:
 
     @property
     def received(self) -> str:
+        """What came back, without protocol envelope noise (and without `content` when structuredContent repeats it)."""
         if self.error is not None:
             return f"JSON-RPC error {short(self.error.to_json())}"
-        return short(self.result)
+        result = {
+            k: v for k, v in (self.result or {}).items() if k not in ("_meta", "resultType", "cacheScope", "ttlMs")
+        }
+        if "structuredContent" in result:
+            result.pop("content", None)
+        return short(result)
 
 
 class ConnectFailure(Exception):

@@ -358,7 +358,7 @@ async def _isolation(
     if gate.refuses(own):
         rec.fail(
             "isolation/own-session-unaffected",
-            f"session A lost its authorization for {safe.name} while session B was active",
+            f"session A, which fetched {safe.name}, was refused it while session B was active",
             expected="session A's call passes the gate",
             exchange=calls["a"],
             era=era,
