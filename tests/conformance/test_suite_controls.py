@@ -9,25 +9,6 @@ from pathlib import Path
 import pytest
 from mcp_pd_conformance import Report, Status, render
 
-# PD-5.1-04 is proven over HTTP (test_suite_transports.py): on stdio every session is its own process.
-ALL_CONTROLLED = (
-    "PD-2-01",
-    "PD-2-02",
-    "PD-2-03",
-    "PD-3.1-01",
-    "PD-3.1-04",
-    "PD-3.2-01",
-    "PD-4.1-01",
-    "PD-4.3-03",
-    "PD-4.3-04",
-    "PD-4.4-02",
-    "PD-4.4-03",
-    "PD-5.1-02",
-    "PD-5.1-03",
-    "PD-6.2-01",
-    "PD-6.3-01",
-)
-
 
 @dataclass(frozen=True)
 class Expect:
@@ -78,7 +59,24 @@ def _skipped(report: Report) -> set[str]:
     return {r.key for r in report.results if r.status is Status.SKIPPED}
 
 
-@pytest.mark.req(*ALL_CONTROLLED)
+# PD-5.1-04 is proven over HTTP (test_suite_transports.py): on stdio every session is its own process.
+@pytest.mark.req(
+    "PD-2-01",
+    "PD-2-02",
+    "PD-2-03",
+    "PD-3.1-01",
+    "PD-3.1-04",
+    "PD-3.2-01",
+    "PD-4.1-01",
+    "PD-4.3-03",
+    "PD-4.3-04",
+    "PD-4.4-02",
+    "PD-4.4-03",
+    "PD-5.1-02",
+    "PD-5.1-03",
+    "PD-6.2-01",
+    "PD-6.3-01",
+)
 @pytest.mark.parametrize("defect", sorted(EXPECTATIONS))
 def test_control_fails_exactly_on_its_requirement(defect: str, stdio_reports: dict[str, Report]) -> None:
     report, expect = stdio_reports[defect], EXPECTATIONS[defect]

@@ -85,3 +85,16 @@ def test_public_api_is_curated() -> None:
     assert callable(suite.main)
     for code in ("0", "1", "2", "3"):
         assert re.search(rf"^\s+{code}\s+\S", suite.__doc__ or "", re.MULTILINE), f"exit code {code} is undocumented"
+
+
+def test_the_pytest_entry_cites_every_checked_requirement() -> None:
+    """conformance_tests/test_conformance.py runs every check, so its req marker lists every testable ID."""
+    tree = ast.parse((ROOT / "conformance_tests" / "test_conformance.py").read_text())
+    cited = {
+        arg.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "req"
+        for arg in node.args
+        if isinstance(arg, ast.Constant)
+    }
+    assert cited == set(REQUIREMENTS)
