@@ -96,6 +96,17 @@ class Exchange:
         }
         if "structuredContent" in result:
             result.pop("content", None)
+        contents = result.get("contents")
+        if isinstance(contents, list) and len(contents) == 1 and isinstance(contents[0], dict):
+            text = contents[0].get("text")
+            if not isinstance(text, str):
+                return short(result)
+            try:
+                value = json.loads(text)
+            except ValueError:
+                return f"contents[0].text = {short(text)}"
+            keys = f" (top-level keys {short(list(value)[:10], 120)})" if isinstance(value, dict) else ""
+            return f"contents[0].text{keys} = {short(value)}"
         return short(result)
 
 
