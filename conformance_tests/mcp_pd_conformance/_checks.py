@@ -15,6 +15,7 @@ from ._documents import (
     Body,
     base_uri,
     error_document,
+    example_arguments,
     read_body,
     schema_detail,
     uri_path,
@@ -472,7 +473,11 @@ def _judge_entries(rec: Recorder, entries: dict[str, tuple[Any, Exchange, Body]]
             or schema.get("additionalProperties") is False
             or any(k in schema for k in ("anyOf", "oneOf", "allOf", "$ref"))
         ):
-            thin.append((name, exchange))
+            used = example_arguments(entry)
+            if used:  # the tool takes arguments, yet its schema does not declare them
+                problems.append(f"its examples pass {sorted(used)[:5]} but its inputSchema declares no properties")
+            else:
+                thin.append((name, exchange))
         if problems:
             bad.append((f"{name}: {', '.join(problems)}", exchange))
         if not (isinstance(entry.get("examples"), list) and entry["examples"]):
