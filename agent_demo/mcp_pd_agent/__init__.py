@@ -1,9 +1,76 @@
-"""Placeholder until this package lands (see docs/STATUS.md)."""
+"""Reference agent for MCP Progressive Disclosure (spec v2.1): one agent loop, three back-ends, a token ledger.
 
-__all__ = ["main"]
+`mcp-pd demo` (or `python -m mcp_pd_agent`) runs the scripted task set against the reference server with the
+offline planner and prints each step and the ledger; `--backend anthropic|openai` puts a model in the loop.
+The package is a plain MCP client: it never imports the server library.
+"""
 
+from __future__ import annotations
 
-def main(argv: list[str]) -> int:
-    """Not built yet."""
-    print("mcp-pd: this command is not built yet; see docs/STATUS.md")
-    return 4
+from ._backends import BACKENDS, PlannerBackend, create_backend, resolve_backend_name
+from ._catalog import MergedCatalog, merge_catalogs
+from ._cli import TaskResult, eager_definitions, main, run_tasks
+from ._connection import ProgressiveServer, Reply, ServerSpec, connect
+from ._ledger import ENCODINGS, Ledger, LedgerRow, TokenCounter, build_ledger, render_svg, render_table
+from ._loop import (
+    AssistantTurn,
+    Backend,
+    ContextRecord,
+    FunctionSpec,
+    ModelRequest,
+    Run,
+    Step,
+    ToolCall,
+    ToolOutput,
+    ToolOutputs,
+    UserMessage,
+    build_functions,
+    run_agent,
+)
+from ._prompt import BASE_PROMPT, READ_FUNCTION, system_prompt, system_prompt_guidance
+from ._tasks import CATALOG_TASKS, TASKS, Task, check_run
+
+__all__ = [
+    "BACKENDS",
+    "BASE_PROMPT",
+    "CATALOG_TASKS",
+    "ENCODINGS",
+    "READ_FUNCTION",
+    "TASKS",
+    "AssistantTurn",
+    "Backend",
+    "ContextRecord",
+    "FunctionSpec",
+    "Ledger",
+    "LedgerRow",
+    "MergedCatalog",
+    "ModelRequest",
+    "PlannerBackend",
+    "ProgressiveServer",
+    "Reply",
+    "Run",
+    "ServerSpec",
+    "Step",
+    "Task",
+    "TaskResult",
+    "TokenCounter",
+    "ToolCall",
+    "ToolOutput",
+    "ToolOutputs",
+    "UserMessage",
+    "build_functions",
+    "build_ledger",
+    "check_run",
+    "connect",
+    "create_backend",
+    "eager_definitions",
+    "main",
+    "merge_catalogs",
+    "render_svg",
+    "render_table",
+    "resolve_backend_name",
+    "run_agent",
+    "run_tasks",
+    "system_prompt",
+    "system_prompt_guidance",
+]

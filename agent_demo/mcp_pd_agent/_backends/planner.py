@@ -1,0 +1,716 @@
+"""The offline back-end: a deterministic, rule-based planner. It is not a model and does not pretend to be.
+
+It gets exactly what a model gets through the loop (system prompt, function definitions from the minimal
+list plus `read_tool_descriptions`, the conversation) and answers with function calls, so it exercises the
+same code path with no network and no key. Its rules:
+
+* the task is split into steps at "then" / ";" ; each step's tool is the minimal entry whose name, title
+  and one-line description share the most words with the step (a tool the user names in backticks wins);
+* it reads the definitions of all the steps' tools at once, and any tool a parameter description points
+  to (e.g. "Id of the project (list_projects shows the ids)") when it must look an id up;
+* arguments come from the step text and the fetched schema: enum values named in the text, @handles for
+  handle-shaped strings, quoted text for free-text fields (by the word before the quote), numbers, dates,
+  URLs and paths; arithmetic for fields whose examples are expressions; ids by "task 5", by name among
+  results already seen, by "it" for the latest object of that kind, or by calling the lookup tool;
+* it recovers from errors the way section 8 asks: TOOL_DESCRIPTION_REQUIRED -> read the resource_uri's
+  tools and retry; MISSING_TOOL_SELECTION -> read the named tools; a name not found -> re-rank the
+  `available_tools` the server listed. Other tool errors end the task with the error reported.
+
+`missteps` script the errors a careless model makes, so each recovery path can be shown on purpose:
+"call_before_fetch" (call the first tool before reading it) and "read_without_tools" (read the bare URI).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from mcp_pd_agent._loop import AssistantTurn, FunctionSpec, ModelRequest, ToolCall, ToolOutputs, UserMessage
+from mcp_pd_agent._prompt import READ_FUNCTION
+
+__all__ = ["MISSTEPS", "PlannerBackend"]
+
+MISSTEPS: Final = ("call_before_fetch", "read_without_tools")
+MAX_TURNS: Final = 14
+
+_STOPWORDS: Final = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "by",
+        "with",
+        "and",
+        "or",
+        "is",
+        "are",
+        "be",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "me",
+        "my",
+        "i",
+        "we",
+        "our",
+        "you",
+        "your",
+        "what",
+        "which",
+        "who",
+        "how",
+        "many",
+        "much",
+        "do",
+        "does",
+        "please",
+        "from",
+        "as",
+        "at",
+        "into",
+        "then",
+        "there",
+        "their",
+        "them",
+        "one",
+        "all",
+        "any",
+        "some",
+        "give",
+        "show",
+        "tell",
+        "get",
+    ]
+)
+_PRONOUN: Final = re.compile(r"\b(it|its|that|this|them|the first one|the new one)\b", re.IGNORECASE)
+_QUOTED: Final = re.compile(
+    r"(?<![\w])(?:'([^']+?)'|\"([^\"]+?)\"|\u201c([^\u201d]+?)\u201d|\u2018([^\u2019]+?)\u2019)(?![\w])"
+)
+_BACKTICK: Final = re.compile(r"`([A-Za-z0-9_.\-]+)`")
+_HANDLE: Final = re.compile(r"(?<![\w@])@([A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9])")
+_DATE: Final = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+_URL: Final = re.compile(r"https?://[^\s'\"<>]+[^\s'\"<>.,;:!?)]")
+_PATH: Final = re.compile(r"(?<![\w:/])(/[\w.\-]+(?:/[\w.\-]+)*)")
+_NUMBER: Final = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])-?\d+(?:\.\d+)?(?![\w])")
+_SPLIT: Final = re.compile(r"(?:,\s*|;\s*|\s+)(?:and\s+)?then\s+|;\s+", re.IGNORECASE)
+_MATH: Final = re.compile(r"(?:\d+(?:\.\d+)?|\*\*|sqrt|pi|[-+*/()%])(?:\s*(?:\d+(?:\.\d+)?|\*\*|sqrt|pi|[-+*/()%]))*")
+_CUES: Final[dict[str, tuple[str, ...]]] = {
+    "titled": ("title",),
+    "title": ("title",),
+    "named": ("name", "title"),
+    "called": ("name", "title"),
+    "saying": ("body", "text", "message", "comment", "content"),
+    "comment": ("body", "text", "message"),
+    "mentioning": ("query", "search", "q"),
+    "about": ("query", "search", "q"),
+    "for": ("query", "search", "q"),
+    "describing": ("description",),
+    "description": ("description",),
+}
+_ABOUT_READING: Final = re.compile(r"\btool descriptions?\b", re.IGNORECASE)
+_TO_WORDS: Final = frozenset({"to", "into", "in", "as"})
+
+
+def _stem(word: str) -> str:
+    if len(word) > 3 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def _words(text: str) -> list[str]:
+    return [_stem(w) for w in re.findall(r"[a-z0-9]+", text.lower())]
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _words(text) if w not in _STOPWORDS}
+
+
+def _name_tokens(name: str) -> list[str]:
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return [_stem(t) for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
+
+
+def _normalize(value: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", value.lower())
+
+
+def _quotes(text: str) -> list[tuple[str, int]]:
+    """Quoted strings with their start offsets."""
+    return [(next(g for g in m.groups() if g is not None), m.start()) for m in _QUOTED.finditer(text)]
+
+
+def _unquoted(text: str) -> str:
+    return _QUOTED.sub(" ", text)
+
+
+def _split_steps(task: str) -> list[str]:
+    """Split at 'then' and ';' outside quotes."""
+    masked, saved = task, []
+    for index, match in enumerate(_QUOTED.finditer(task)):
+        saved.append(match.group(0))
+        masked = masked.replace(match.group(0), f"\x00{index}\x00", 1)
+    parts = [p.strip(" ,.") for p in _SPLIT.split(masked) if p.strip(" ,.")]
+    restored = []
+    for part in parts:
+        for index, original in enumerate(saved):
+            part = part.replace(f"\x00{index}\x00", original)
+        restored.append(part)
+    return restored or [task]
+
+
+def rank_tools(text: str, functions: Sequence[FunctionSpec]) -> list[tuple[float, str]]:
+    """Score each function against a step: name words x3, in-order name words +2, description words +1."""
+    plain = _unquoted(text)
+    sequence = _words(plain)
+    words = {w for w in sequence if w not in _STOPWORDS}
+    scored: list[tuple[float, str]] = []
+    for position, function in enumerate(functions):
+        tokens = _name_tokens(function.name)
+        meaningful = [t for t in tokens if t not in _STOPWORDS]
+        hits = [t for t in meaningful if t in words]
+        score = 3.0 * len(hits) - 0.5 * (len(meaningful) - len(hits))
+        for first, second in itertools.pairwise(meaningful):
+            spots = [i for i, w in enumerate(sequence) if w == first]
+            if any(second in sequence[i + 1 : i + 4] for i in spots):
+                score += 2.0
+        overlap = len(_content_words(function.description) & words)
+        if not hits and not overlap:
+            continue  # shares no word with the step
+        scored.append((score + overlap - position * 1e-6, function.name))
+    scored.sort(key=lambda item: -item[0])
+    return scored
+
+
+@dataclass
+class _Object:
+    """Something with an id seen in a result, for resolving `<kind>_id` arguments."""
+
+    kinds: frozenset[str]
+    id: int
+    name: str
+    seq: int
+
+
+@dataclass
+class _Step:
+    text: str
+    named: str | None = None  # a tool the user named in backticks
+    done: bool = False
+    tool: str | None = None  # chosen function name
+    result: Any = None
+
+
+@dataclass
+class _Fill:
+    arguments: dict[str, Any] = field(default_factory=dict)
+    lookup: str | None = None  # a function to call (or read) first, to resolve an id
+    lookup_for: str = ""  # the parameter the lookup resolves
+    missing: list[str] = field(default_factory=list)
+
+
+class PlannerBackend:
+    """A deterministic planner behind the same `Backend` interface as the model back-ends."""
+
+    def __init__(self, missteps: Iterable[str] = ()) -> None:
+        self._missteps = list(missteps)
+        unknown = set(self._missteps) - set(MISSTEPS)
+        if unknown:
+            raise ValueError(f"unknown missteps: {sorted(unknown)}; known: {MISSTEPS}")
+        self._steps: list[_Step] = []
+        self._started = False
+        self._defs: dict[str, dict[str, Any]] = {}
+        self._not_found: dict[str, list[str]] = {}
+        self._objects: list[_Object] = []
+        self._pending: dict[str, tuple[str, ToolCall]] = {}
+        self._required: list[str] = []
+        self._lookups: set[tuple[int, str]] = set()
+        self._read_attempts: dict[tuple[str, ...], int] = {}
+        self._failure: str | None = None
+        self._turns = 0
+        self._ids = 0
+        self._functions: dict[str, FunctionSpec] = {}
+        self._mcp_names: dict[str, str] = {}
+        self._reader = READ_FUNCTION
+
+    @property
+    def label(self) -> str:
+        return "offline planner (deterministic rules, not a model)"
+
+    async def aclose(self) -> None:
+        return None
+
+    # -- the turn ----------------------------------------------------------------------------------
+    async def respond(self, request: ModelRequest) -> AssistantTurn:
+        self._turns += 1
+        if not self._started:
+            self._start(request)
+        elif request.messages and isinstance(request.messages[-1], ToolOutputs):
+            self._ingest(request.messages[-1])
+        if self._turns > MAX_TURNS:
+            self._failure = self._failure or f"gave up after {MAX_TURNS} turns"
+        return self._decide()
+
+    def _start(self, request: ModelRequest) -> None:
+        self._started = True
+        for function in request.functions:
+            if function.name.endswith(READ_FUNCTION):
+                self._reader = function.name
+                continue
+            self._functions[function.name] = function
+            named = re.search(r"\(MCP tool name: ([^)]+)\)$", function.description)
+            self._mcp_names[named.group(1) if named else function.name] = function.name
+        task = next((m.text for m in request.messages if isinstance(m, UserMessage)), "")
+        for text in _split_steps(task):
+            named = _BACKTICK.search(text)
+            if named is None and _ABOUT_READING.search(text) and not self._names_a_tool(text):
+                continue  # "read the tool descriptions ...": the reads it makes anyway cover that
+            self._steps.append(_Step(text, named.group(1) if named else None))
+
+    def _names_a_tool(self, text: str) -> bool:
+        """Whether a step shares a name word with some tool (beyond reading descriptions)."""
+        words = _content_words(_ABOUT_READING.sub(" ", _unquoted(text))) - {"read", "fetch"}
+        return any(set(_name_tokens(name)) & words for name in self._functions)
+
+    def _call(self, name: str, arguments: dict[str, Any], purpose: str) -> ToolCall:
+        self._ids += 1
+        call = ToolCall(f"planner_{self._ids}", name, arguments)
+        self._pending[call.id] = (purpose, call)
+        return call
+
+    def _read(self, names: Sequence[str]) -> AssistantTurn:
+        key = tuple(names)
+        self._read_attempts[key] = self._read_attempts.get(key, 0) + 1
+        if self._read_attempts[key] > 2:
+            self._failure = f"the server keeps refusing to describe {', '.join(names)}"
+            return self._answer()
+        return AssistantTurn("", (self._call(self._reader, {"tools": list(names)}, "read"),))
+
+    # -- what came back ----------------------------------------------------------------------------
+    def _ingest(self, outputs: ToolOutputs) -> None:
+        for output in outputs.outputs:
+            if output.call_id not in self._pending:
+                continue
+            purpose, call = self._pending.pop(output.call_id)
+            data = _json(output.text)
+            if purpose == "read":
+                self._ingest_read(data)
+                continue
+            code = _code(data)
+            if output.is_error and code == "TOOL_DESCRIPTION_REQUIRED":
+                error = data["error"] if isinstance(data, dict) else {}
+                self._required = _tools_in_uri(str(error.get("resource_uri", ""))) or [self._mcp(call.name)]
+                for name in self._required:
+                    self._defs.pop(name, None)
+                continue
+            if output.is_error:
+                if purpose == "misstep":
+                    continue
+                self._failure = f"{self._mcp(call.name)} failed: {_message(data, output.text)}"
+                continue
+            self._remember(call.name, data)
+            if purpose.startswith("step:"):
+                step = self._steps[int(purpose[5:])]
+                step.done, step.result = True, data
+
+    def _ingest_read(self, data: Any) -> None:
+        if not isinstance(data, dict) or _code(data):
+            return  # e.g. MISSING_TOOL_SELECTION: the next decision names the tools
+        for name, entry in data.items():
+            if isinstance(entry, dict) and "inputSchema" in entry:
+                self._defs[name] = entry
+            elif isinstance(entry, dict):
+                available = entry.get("available_tools")
+                self._not_found[name] = [str(n) for n in available] if isinstance(available, list) else []
+
+    def _remember(self, function: str, data: Any) -> None:
+        """Register every object with an id in a result, newest (and first-listed) last."""
+        kinds = frozenset(_name_tokens(function))
+        found: list[tuple[frozenset[str], dict[str, Any]]] = []
+
+        def visit(value: Any, value_kinds: frozenset[str], depth: int) -> None:
+            if depth > 3:
+                return
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if isinstance(item, list):
+                        for element in reversed(item):
+                            visit(element, value_kinds | {_stem(key.lower())}, depth + 1)
+                for key, item in value.items():
+                    if key.endswith("_id") and isinstance(item, int) and isinstance(value.get(key[:-3] + "_name"), str):
+                        found.append((frozenset({key[:-3]}), {"id": item, "name": value[key[:-3] + "_name"]}))
+                if isinstance(value.get("id"), int):
+                    found.append((value_kinds, value))
+
+        visit(data, kinds, 0)
+        for object_kinds, value in found:
+            name = value.get("name") or value.get("title") or ""
+            self._objects.append(_Object(object_kinds, int(value["id"]), str(name), len(self._objects)))
+
+    # -- the next move -----------------------------------------------------------------------------
+    def _decide(self) -> AssistantTurn:
+        if self._failure is not None:
+            return self._answer()
+        if self._missteps and self._steps:
+            misstep = self._missteps.pop(0)
+            if misstep == "read_without_tools":
+                return AssistantTurn("", (self._call(self._reader, {"tools": []}, "read"),))
+            tool = self._choose(self._steps[0])
+            if tool is not None:
+                return AssistantTurn("", (self._call(tool, {}, "misstep"),))
+        if self._required:
+            names, self._required = self._required, []
+            return self._read(names)
+        remaining = [(i, s) for i, s in enumerate(self._steps) if not s.done]
+        if not remaining:
+            return self._answer()
+        unread: list[str] = []
+        for _, step in remaining:
+            step.tool = self._choose(step)
+            if step.tool is None:
+                self._failure = f"no tool in the list fits {step.text!r}"
+                return self._answer()
+            name = self._mcp(step.tool)
+            if name not in self._defs and name not in unread:
+                unread.append(name)
+        if unread:
+            return self._read(unread)
+        index, step = remaining[0]
+        assert step.tool is not None
+        fill = self._fill(index, step, self._defs[self._mcp(step.tool)])
+        if fill.lookup is not None:
+            lookup = self._mcp(fill.lookup)
+            if lookup not in self._defs:
+                return self._read([lookup])
+            lookup_fill = self._fill(index, step, self._defs[lookup], required_only=True)
+            self._lookups.add((index, fill.lookup_for))
+            return AssistantTurn("", (self._call(fill.lookup, lookup_fill.arguments, "lookup"),))
+        if fill.missing:
+            self._failure = f"could not work out {', '.join(fill.missing)} for {step.tool} from {step.text!r}"
+            return self._answer()
+        return AssistantTurn("", (self._call(step.tool, fill.arguments, f"step:{index}"),))
+
+    def _choose(self, step: _Step) -> str | None:
+        """The function for a step: a named tool (unless the server said it does not exist), else the best rank."""
+        candidates = list(self._functions.values())
+        if step.named is not None:
+            if step.named not in self._not_found:
+                return self._mcp_names.get(step.named, step.named)
+            allowed = {self._mcp_names.get(n, n) for n in self._not_found[step.named]}
+            candidates = [f for f in candidates if f.name in allowed] or candidates
+        ranked = rank_tools(step.text, candidates)
+        return ranked[0][1] if ranked else None
+
+    def _mcp(self, function: str) -> str:
+        for mcp_name, fname in self._mcp_names.items():
+            if fname == function:
+                return mcp_name
+        return function
+
+    def _answer(self) -> AssistantTurn:
+        lines = []
+        for step in self._steps:
+            if step.done:
+                lines.append(f"{step.tool}: {_summary(step.result)}")
+        if self._failure is not None:
+            lines.append(f"Stopped: {self._failure}.")
+        prefix = "[offline planner, not a model] "
+        return AssistantTurn(prefix + (" | ".join(lines) if lines else "nothing was done."))
+
+    # -- arguments ---------------------------------------------------------------------------------
+    def _fill(self, index: int, step: _Step, definition: dict[str, Any], *, required_only: bool = False) -> _Fill:
+        schema = definition.get("inputSchema") or {}
+        properties: dict[str, Any] = schema.get("properties") or {}
+        required = set(schema.get("required") or [])
+        examples = [e.get("input") for e in definition.get("examples") or [] if isinstance(e, dict)]
+        text = step.text
+        plain = _unquoted(text)
+        words = _content_words(text)
+        fill = _Fill()
+        quotes = _quotes(text)
+        used_quotes: set[int] = set()
+        handles = [m.group(1) for m in _HANDLE.finditer(plain)]
+        dates = _DATE.findall(plain)
+        numeric_text = _HANDLE.sub(" ", _DATE.sub(" ", _URL.sub(" ", plain)))
+        numbers = [m.group(0) for m in _NUMBER.finditer(numeric_text)]
+        used_tokens: set[int] = set()
+        tokens = [t.strip(".,;:!?()[]") for t in plain.split()]
+        property_names = {_normalize(p) for p in properties}
+
+        for prop, spec in properties.items():
+            if required_only and prop not in required:
+                continue
+            types, enum, pattern = _shape(spec)
+            prop_words = set(_name_tokens(prop))
+            is_required = prop in required
+            description = str(spec.get("description", ""))
+            # -- ids of things, e.g. project_id, task_id
+            if prop.endswith("_id") and types & {"integer", "number"}:
+                kind = _stem(prop[:-3].lower())
+                value = self._resolve_id(kind, text, plain)
+                if value is not None:
+                    fill.arguments[prop] = value
+                elif is_required or kind in words:
+                    lookup = self._lookup_function(description)
+                    if lookup is not None and (index, prop) not in self._lookups:
+                        fill.lookup, fill.lookup_for = lookup, prop
+                        return fill
+                    if is_required:
+                        fill.missing.append(prop)
+                continue
+            if enum:
+                value = _enum_value(prop, enum, tokens, used_tokens, property_names)
+                if value is not None:
+                    fill.arguments[prop] = value
+                elif is_required:
+                    fill.missing.append(prop)
+                continue
+            if "boolean" in types:
+                if prop_words and prop_words <= words:
+                    fill.arguments[prop] = True
+                continue
+            if types & {"integer", "number"}:
+                cue = any(w in words for w in prop_words)
+                if numbers and (is_required or cue):
+                    number = float(numbers.pop(0).replace(",", ""))
+                    whole = number.is_integer() and ("integer" in types or "number" in types)
+                    fill.arguments[prop] = int(number) if whole else number
+                elif is_required:
+                    fill.missing.append(prop)
+                continue
+            if "string" in types:
+                text_value = self._string_value(
+                    prop, spec, pattern, text, plain, quotes, used_quotes, handles, dates, examples, is_required
+                )
+                if text_value is not None:
+                    fill.arguments[prop] = text_value
+                elif is_required:
+                    fill.missing.append(prop)
+                continue
+            if is_required:
+                fill.missing.append(prop)
+        for prop in list(fill.missing):
+            # nothing in the task for a required field: the schema's default, else the value the examples use
+            spec = properties.get(prop) or {}
+            values = [e[prop] for e in examples if isinstance(e, dict) and prop in e]
+            if "default" in spec:
+                fill.arguments[prop] = spec["default"]
+            elif values and not prop.endswith("_id"):
+                fill.arguments[prop] = values[0]
+            else:
+                continue
+            fill.missing.remove(prop)
+        return fill
+
+    def _string_value(
+        self,
+        prop: str,
+        spec: dict[str, Any],
+        pattern: str | None,
+        text: str,
+        plain: str,
+        quotes: list[tuple[str, int]],
+        used_quotes: set[int],
+        handles: list[str],
+        dates: list[str],
+        examples: list[Any],
+        is_required: bool,
+    ) -> str | None:
+        description = str(spec.get("description", "")).lower()
+        lowered = prop.lower()
+        if _format(spec) == "date" or "yyyy-mm-dd" in description:
+            return dates.pop(0) if dates else None
+        if pattern is not None or "handle" in description:
+            if handles and (pattern is None or re.search(pattern, handles[0])):
+                return handles.pop(0)
+            if pattern is not None:
+                return None
+        if lowered in ("url", "uri") or _format(spec) == "uri" or lowered.endswith("url"):
+            match = _URL.search(text)
+            return match.group(0) if match else None
+        if "path" in lowered or lowered in ("file", "filename"):
+            match = _PATH.search(plain)
+            if match:
+                return match.group(1)
+        # quoted text, matched by the word before the quote
+        for position, (value, start) in enumerate(quotes):
+            if position in used_quotes:
+                continue
+            before = re.findall(r"[A-Za-z]+", text[:start].lower())
+            before = [w for w in before if w not in ("the", "a", "an")][-1:]
+            cue = before[0] if before else ""
+            targets = (*_CUES.get(cue, ()), cue, _stem(cue))
+            if lowered in targets or any(t in _name_tokens(prop) for t in targets if t):
+                used_quotes.add(position)
+                return value
+        if _looks_like_expression(prop, description, examples):
+            expression = _expression(plain)
+            if expression:
+                return expression
+        if is_required:
+            for position, (value, _start) in enumerate(quotes):
+                if position not in used_quotes:
+                    used_quotes.add(position)
+                    return value
+        return None
+
+    def _resolve_id(self, kind: str, text: str, plain: str) -> int | None:
+        explicit = re.search(rf"\b{re.escape(kind)}\s*(?:id\s*)?#?(\d+)\b", plain, re.IGNORECASE)
+        if explicit:
+            return int(explicit.group(1))
+        candidates = [o for o in self._objects if kind in o.kinds]
+        words = _content_words(text)
+        best: tuple[float, int, _Object] | None = None
+        for candidate in candidates:
+            name_words = _content_words(candidate.name)
+            if not name_words:
+                continue
+            ratio = len(name_words & words) / len(name_words)
+            if ratio >= 0.5 and (best is None or (ratio, candidate.seq) > best[:2]):
+                best = (ratio, candidate.seq, candidate)
+        if best is not None:
+            return best[2].id
+        if _PRONOUN.search(plain) and candidates:
+            return max(candidates, key=lambda o: o.seq).id
+        return None
+
+    def _lookup_function(self, description: str) -> str | None:
+        """A listed function that a parameter's description points to, e.g. '(list_projects shows the ids)'."""
+        mentioned = [(description.find(name), fname) for name, fname in self._mcp_names.items() if name in description]
+        mentioned = [m for m in mentioned if m[0] >= 0]
+        return min(mentioned)[1] if mentioned else None
+
+
+# -- helpers -----------------------------------------------------------------------------------------
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _code(data: Any) -> str | None:
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        code = data["error"].get("code")
+        return str(code) if code is not None else None
+    return None
+
+
+def _message(data: Any, text: str) -> str:
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        return str(data["error"].get("message") or data["error"])
+    return text.strip()[:300]
+
+
+def _tools_in_uri(uri: str) -> list[str]:
+    query = parse_qs(urlsplit(uri).query)
+    names: list[str] = []
+    for value in query.get("tools", []):
+        names += [unquote(n) for n in value.split(",") if n]
+    return names
+
+
+def _shape(spec: dict[str, Any]) -> tuple[set[str], list[Any], str | None]:
+    """(types, enum values, pattern), looking through anyOf/oneOf unions with null."""
+    types: set[str] = set()
+    enum: list[Any] = list(spec.get("enum") or [])
+    pattern = spec.get("pattern")
+    declared = spec.get("type")
+    if isinstance(declared, str):
+        types.add(declared)
+    elif isinstance(declared, list):
+        types |= {str(t) for t in declared}
+    for option in (spec.get("anyOf") or []) + (spec.get("oneOf") or []):
+        if isinstance(option, dict):
+            sub_types, sub_enum, sub_pattern = _shape(option)
+            types |= sub_types
+            enum += [e for e in sub_enum if e not in enum]
+            pattern = pattern or sub_pattern
+    types.discard("null")
+    return types, [e for e in enum if e is not None], pattern if isinstance(pattern, str) else None
+
+
+def _format(spec: dict[str, Any]) -> str | None:
+    if isinstance(spec.get("format"), str):
+        return str(spec["format"])
+    for option in (spec.get("anyOf") or []) + (spec.get("oneOf") or []):
+        if isinstance(option, dict) and isinstance(option.get("format"), str):
+            return str(option["format"])
+    return None
+
+
+def _enum_value(prop: str, enum: list[Any], tokens: list[str], used: set[int], property_names: set[str]) -> Any | None:
+    """An enum value the step names (exact case first), honouring from/to order for paired fields."""
+    values = [v for v in enum if isinstance(v, str) and _normalize(v) not in property_names - {_normalize(prop)}]
+    hits: list[tuple[int, Any, bool]] = []
+    for position, token in enumerate(tokens):
+        if position in used or not token:
+            continue
+        pair = f"{token} {tokens[position + 1]}" if position + 1 < len(tokens) else token
+        exact = [v for v in values if v == token]
+        loose = [v for v in values if len(v) > 2 and _normalize(v) in (_normalize(token), _normalize(pair))]
+        match = exact or loose
+        if match:
+            after_to = position > 0 and tokens[position - 1].lower() in _TO_WORDS
+            hits.append((position, match[0], after_to))
+    if not hits:
+        return None
+    lowered = prop.lower()
+    chosen = hits[0]
+    if lowered.startswith(("to", "target", "dest")):
+        chosen = next((h for h in hits if h[2]), hits[-1])
+    elif lowered.startswith(("from", "source")):
+        chosen = next((h for h in hits if not h[2]), hits[0])
+    used.add(chosen[0])
+    return chosen[1]
+
+
+def _looks_like_expression(prop: str, description: str, examples: list[Any]) -> bool:
+    if "expression" in prop.lower() or "formula" in prop.lower() or "expression" in description:
+        return True
+    values = [e.get(prop) for e in examples if isinstance(e, dict)]
+    return any(isinstance(v, str) and re.search(r"\d\s*[-+*/]\s*\d", v) for v in values)
+
+
+def _expression(text: str) -> str | None:
+    """Arithmetic in a sentence: thousands separators dropped, 'X% of Y' -> (X/100*Y), words -> operators."""
+    text = re.sub(r"(\d),(\d{3})", r"\1\2", text)
+    text = re.sub(r"(\d+(?:\.\d+)?)\s*%\s+of\s+(\d+(?:\.\d+)?)", r"(\1/100*\2)", text)
+    for word, symbol in (
+        ("times", "*"),
+        ("plus", "+"),
+        ("minus", "-"),
+        ("divided by", "/"),
+        ("\u00d7", "*"),
+        ("\u00f7", "/"),
+    ):
+        text = text.replace(f" {word} ", f" {symbol} ")
+    spans = [m.group(0).strip() for m in _MATH.finditer(text)]
+    spans = [s for s in spans if re.search(r"\d", s)]
+    return max(spans, key=len) if spans else None
+
+
+def _summary(data: Any, limit: int = 160) -> str:
+    if isinstance(data, dict):
+        preferred = ("result", "digest", "words", "total", "total_open", "id", "title", "assignee", "status")
+        picked = {k: data[k] for k in preferred if k in data and not isinstance(data[k], (dict, list))}
+        text = json.dumps(picked or data, ensure_ascii=False)
+    else:
+        text = json.dumps(data, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

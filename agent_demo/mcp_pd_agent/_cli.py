@@ -1,0 +1,261 @@
+"""`mcp-pd demo`: run the task set through the agent loop, print each step and the token ledger."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+
+from ._backends import BACKENDS, create_backend, resolve_backend_name
+from ._catalog import merge_catalogs
+from ._connection import ServerSpec, connect
+from ._ledger import Ledger, TokenCounter, build_ledger, render_svg, render_table
+from ._loop import DEFAULT_MAX_TURNS, Backend, Run, Step, describe_step, run_agent
+from ._tasks import CATALOG_TASKS, TASKS, Task, check_run
+
+__all__ = ["TaskResult", "eager_definitions", "main", "run_tasks"]
+
+ENV_MODEL = "MCP_PD_DEMO_MODEL"
+
+
+@dataclass
+class TaskResult:
+    """One task's run and verdict (`failure` is None when its check held)."""
+
+    key: str
+    prompt: str
+    run: Run | None
+    failure: str | None
+    provoked: list[str]
+
+    @property
+    def passed(self) -> bool:
+        return self.failure is None
+
+    def as_json(self) -> dict[str, Any]:
+        run = self.run
+        steps = []
+        for step in run.steps if run else []:
+            steps.append(
+                {
+                    "kind": step.kind,
+                    "name": step.name,
+                    "arguments": step.arguments,
+                    "ok": step.ok,
+                    "error_code": step.error_code,
+                }
+            )
+        return {
+            "task": self.key,
+            "prompt": self.prompt,
+            "passed": self.passed,
+            "failure": self.failure,
+            "errors_provoked": self.provoked,
+            "answer": run.answer if run else None,
+            "steps": steps,
+        }
+
+
+BackendFactory = Callable[[Task | None], Backend]
+
+
+async def run_tasks(
+    spec: ServerSpec,
+    tasks: Sequence[Task],
+    backend_for: BackendFactory,
+    *,
+    max_turns: int = DEFAULT_MAX_TURNS,
+    out: TextIO | None = None,
+) -> list[TaskResult]:
+    """Each task in a fresh session (and, for a command, a fresh server): run, check, print."""
+    results: list[TaskResult] = []
+    for number, task in enumerate(tasks, 1):
+        if out is not None:
+            print(f"\n[{number}/{len(tasks)}] {task.key}: {task.prompt}", file=out, flush=True)
+
+        def show(step: Step) -> None:
+            if out is not None:
+                print("    " + describe_step(step), file=out, flush=True)
+
+        run: Run | None = None
+        try:
+            async with connect(spec) as server:
+                run = await run_agent(server, backend_for(task), task.prompt, max_turns=max_turns, observer=show)
+            failure = check_run(task, run)
+        except Exception as exc:  # a model API or server failure ends this task, not the demo
+            failure = f"{type(exc).__name__}: {exc}"
+        provoked = [code for code in (run.error_codes() if run else []) if code != "TOOL_ERROR"]
+        result = TaskResult(task.key, task.prompt, run, failure, provoked)
+        results.append(result)
+        if out is not None:
+            verdict = "PASS" if result.passed else f"FAIL: {failure}"
+            if task.expect_errors:
+                seen = any(code in provoked for code in task.expect_errors)
+                how = "seen and recovered from" if seen else "not provoked"
+                verdict += f"  (error path {', '.join(task.expect_errors)}: {how})"
+            print(f"    {verdict}", file=out, flush=True)
+    return results
+
+
+async def eager_definitions(spec: ServerSpec) -> dict[str, dict[str, Any]]:
+    """Every full definition, read in a session of its own (reading them authorizes them there)."""
+    async with connect(spec) as server:
+        return await server.fetch_all_definitions()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mcp-pd demo",
+        description="Reference agent for MCP progressive disclosure (spec v2.1): runs scripted tasks through one "
+        "agent loop and prints a token ledger (eager loading vs progressive disclosure).",
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--stdio", metavar="CMD", help="server command to run over stdio (default: the reference server)"
+    )
+    where.add_argument("--url", help="Streamable HTTP endpoint of a running server, e.g. http://127.0.0.1:8000/mcp")
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        help="planner (offline, default), anthropic, or openai (any OpenAI-compatible endpoint); "
+        "env MCP_PD_DEMO_BACKEND",
+    )
+    p.add_argument("--model", help=f"model name for anthropic/openai (env {ENV_MODEL})")
+    p.add_argument("--base-url", help="API base URL, e.g. a local OpenAI-compatible server (env OPENAI_BASE_URL)")
+    p.add_argument("--task", action="append", metavar="N|KEY", help="run only this task (repeatable); default: all")
+    p.add_argument("--prompt", help="run this ad-hoc task instead of the task set (no check)")
+    p.add_argument("--list-tasks", action="store_true", help="list the tasks and exit")
+    p.add_argument("--max-turns", type=int, default=DEFAULT_MAX_TURNS, help="model turns per task")
+    p.add_argument("--no-ledger", action="store_true", help="skip the token ledger")
+    p.add_argument(
+        "--ledger-catalog",
+        type=Path,
+        metavar="DIR",
+        help="also build the ledger for a folder of catalogs (e.g. ../shared/catalogs), merged and served in "
+        "simulation mode",
+    )
+    p.add_argument("--svg", type=Path, metavar="PATH", help="write the ledger chart as SVG")
+    p.add_argument("--json", type=Path, metavar="PATH", help="write runs and ledgers as JSON")
+    p.add_argument("--quiet", action="store_true", help="print only verdicts and ledgers")
+    return p
+
+
+def _select(tasks: Sequence[Task], wanted: Sequence[str] | None) -> list[Task]:
+    if not wanted:
+        return list(tasks)
+    chosen: list[Task] = []
+    for item in wanted:
+        if item.isdigit() and 1 <= int(item) <= len(tasks):
+            chosen.append(tasks[int(item) - 1])
+            continue
+        match = [t for t in tasks if t.key == item]
+        if not match:
+            raise SystemExit(f"mcp-pd demo: no task {item!r} (see --list-tasks)")
+        chosen += match
+    return chosen
+
+
+class _Quiet:
+    """Drops step lines, keeps everything else."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def write(self, text: str) -> int:
+        if not text.startswith("    ") or "PASS" in text or "FAIL" in text:
+            self.out.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+async def _demo(args: argparse.Namespace, out: TextIO) -> int:
+    name = resolve_backend_name(args.backend)
+    model = args.model or os.environ.get(ENV_MODEL)
+    shared: Backend | None = None
+    if name != "planner":
+        shared = create_backend(name, model=model, base_url=args.base_url)
+
+    def backend_for(task: Task | None) -> Backend:
+        if shared is not None:
+            return shared
+        return create_backend("planner", missteps=task.missteps if task else ())
+
+    spec = ServerSpec.reference()
+    if args.stdio:
+        spec = ServerSpec.stdio(args.stdio)
+    elif args.url:
+        spec = ServerSpec.http(args.url)
+    tasks = [Task("prompt", args.prompt, lambda run: None, ())] if args.prompt else _select(TASKS, args.task)
+    log: Any = _Quiet(out) if args.quiet else out
+    label = shared.label if shared is not None else create_backend("planner").label
+    print(f"mcp-pd demo: {len(tasks)} task(s) against the {spec.label}; back-end: {label}", file=out)
+    ledgers: list[Ledger] = []
+    report: dict[str, Any] = {"backend": label, "server": spec.label, "runs": [], "ledgers": []}
+    try:
+        results = await run_tasks(spec, tasks, backend_for, max_turns=args.max_turns, out=log)
+        report["runs"] = [r.as_json() for r in results]
+        counter = TokenCounter()
+        if not args.no_ledger:
+            definitions = await eager_definitions(spec)
+            runs = [(r.key, r.run) for r in results if r.run is not None]
+            ledgers.append(build_ledger(spec.label, definitions, runs, counter))
+        if args.ledger_catalog is not None:
+            with tempfile.TemporaryDirectory(prefix="mcp-pd-catalog-") as tmp:
+                merged = merge_catalogs(args.ledger_catalog, Path(tmp))
+                catalog_spec = ServerSpec.simulation(tmp, f"simulated catalog {args.ledger_catalog}")
+                print(
+                    f"\nmcp-pd demo: {len(CATALOG_TASKS)} task(s) against {merged.tools} tools from "
+                    f"{len(merged.per_catalog)} catalogs in {args.ledger_catalog}, served in simulation mode"
+                    + (f"; renamed {', '.join(merged.renamed)}" if merged.renamed else ""),
+                    file=out,
+                )
+                catalog_results = await run_tasks(
+                    catalog_spec, CATALOG_TASKS, backend_for, max_turns=args.max_turns, out=log
+                )
+                report["catalog_runs"] = [r.as_json() for r in catalog_results]
+                results += catalog_results
+                definitions = await eager_definitions(catalog_spec)
+                runs = [(r.key, r.run) for r in catalog_results if r.run is not None]
+                title = f"combined catalog ({len(merged.per_catalog)} servers, simulated)"
+                ledgers.append(build_ledger(title, definitions, runs, counter))
+    finally:
+        if shared is not None:
+            await shared.aclose()
+    for ledger in ledgers:
+        print("\n" + render_table(ledger), file=out)
+    passed = sum(r.passed for r in results)
+    print(f"\n{passed} of {len(results)} task(s) passed.", file=out)
+    report["ledgers"] = [ledger.as_json() for ledger in ledgers]
+    if args.svg is not None and ledgers:
+        args.svg.write_text(render_svg(ledgers), encoding="utf-8")
+        print(f"chart: {args.svg}", file=out)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"json: {args.json}", file=out)
+    return 0 if passed == len(results) else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `mcp-pd demo` (and `python -m mcp_pd_agent`)."""
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    out = sys.stdout
+    if args.list_tasks:
+        for number, task in enumerate(TASKS, 1):
+            extra = f"  [{task.note}]" if task.note else ""
+            print(f"{number:>2}. {task.key:<14} {task.prompt}{extra}", file=out)
+        return 0
+    try:
+        return anyio.run(_demo, args, out)
+    except (ValueError, ImportError, RuntimeError) as exc:
+        print(f"mcp-pd demo: {exc}", file=sys.stderr)
+        return 2
