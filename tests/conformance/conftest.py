@@ -39,6 +39,7 @@ STDIO_CONTROLS = (
     "plain",
 )
 HTTP_CONTROLS = ("good", "global-grants", "forgetful", "ungated")
+SESSION_CONTROLS = frozenset({"good", "ungated", "wrong-error-code", "jsonrpc-refusal", "forgetful"})
 
 
 def control_argv(defect: str, *extra: str) -> tuple[str, ...]:
@@ -122,6 +123,8 @@ def stdio_reports(call_logs: Path) -> dict[str, Report]:
             Options(
                 Target(stdio=control_argv(defect, "--call-log", str(call_logs / f"stdio-{defect}.jsonl"))),
                 eras=("legacy",),
+                # Defects of the listing and the resource: the multi-session scenarios add nothing but time.
+                skip=() if defect in SESSION_CONTROLS else ("isolation", "session-end"),
             )
         )
         for defect in STDIO_CONTROLS
