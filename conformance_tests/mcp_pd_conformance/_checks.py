@@ -24,6 +24,7 @@ from ._probe import Exchange, Peer, short
 from ._record import Recorder
 
 __all__ = [
+    "NO_RESOURCE",
     "Discovery",
     "SafeTool",
     "missing_selection",
@@ -37,6 +38,7 @@ __all__ = [
 DESCRIPTION_LIMIT = 300
 UNKNOWN_TOOL = "pd_conformance_no_such_tool"
 NO_EXTENSION = "this server does not implement progressive disclosure (spec 4.1)"
+NO_RESOURCE = "no tool_descriptions resource (see resource-listing/listed)"
 
 _NAME = re.compile(r"tool[\s_-]*(descriptions?|definitions?|docs?|documentation)", re.IGNORECASE)
 _TOOLS_LIST = re.compile(r"tools/list|tools list|tool list|list of tools|list_tools|listTools", re.IGNORECASE)
@@ -246,7 +248,7 @@ async def resource_listing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
             expected="resources/list including resource:///tool_descriptions",
             exchange=last,
         )
-        rec.skip_scenario("resource-listing", "no tool_descriptions resource (see resource-listing/listed)")
+        rec.skip_scenario("resource-listing", NO_RESOURCE)
         return
     resource = _find_resource(resources)
     if resource is None:
@@ -261,7 +263,7 @@ async def resource_listing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
             expected="a resource whose uri is resource:///tool_descriptions (or ends in tool_descriptions)",
             exchange=last,
         )
-        rec.skip_scenario("resource-listing", "no tool_descriptions resource (see resource-listing/listed)")
+        rec.skip_scenario("resource-listing", NO_RESOURCE)
         return
     disc.resource = resource
     uri = str(resource.get("uri") or "")
@@ -358,7 +360,8 @@ async def resource_listing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
 async def resource_read(peer: Peer, rec: Recorder, disc: Discovery) -> None:
     """Scenario resource-read: ?tools= selection and the response format of spec 4.3, 4.4 and 6.3."""
     if disc.base is None or not disc.tools:
-        rec.skip_scenario("resource-read", disc.no_resource_reason or "no tools to read (see tools-list/listed)")
+        reason = NO_RESOURCE if disc.base is None else "no tools to read (see tools-list/listed)"
+        rec.skip_scenario("resource-read", reason)
         return
     base, names = disc.base, disc.names
     reads: list[tuple[list[str], Exchange, Body]] = []
@@ -619,7 +622,7 @@ def _missing_selection_doc(exchange: Exchange) -> tuple[dict[str, Any] | None, s
 async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery) -> None:
     """Scenario missing-selection: reads without tool names (spec 4.3, 6.1)."""
     if disc.base is None:
-        rec.skip_scenario("missing-selection", disc.no_resource_reason or "no tool_descriptions resource")
+        rec.skip_scenario("missing-selection", NO_RESOURCE)
         return
     documents: list[dict[str, Any]] = []
     for check_id, uri in (

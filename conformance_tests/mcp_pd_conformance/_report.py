@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from itertools import groupby
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from ._spec import SECTION_TITLES, SPEC_VERSION
 
 __all__ = ["render", "verdict", "write_json"]
 
+_BULK = 5
 _COLORS = {
     Status.SUCCESS: "32",
     Status.FAILURE: "31;1",
@@ -66,13 +68,26 @@ def render(report: Report, *, color: bool = False, verbosity: int = 1) -> str:
         eras = "; ".join(f"{e.era} (client mode {e.mode}) negotiated {e.negotiated}" for e in report.eras)
         out.append(f"Protocol eras: {eras}")
     out += [f"Note: {note}" for note in report.notes]
-    shown = [r for r in report.results if verbosity >= 1 or r.status in (Status.FAILURE, Status.WARNING)]
+    # Many checks skipped for one reason (no connection, no resource) read better as one line.
+    reasons = Counter(r.message for r in report.results if r.status is Status.SKIPPED)
+    bulk = {reason for reason, n in reasons.items() if n >= _BULK and verbosity < 2}
+    shown = [
+        r
+        for r in report.results
+        if (verbosity >= 1 or r.status in (Status.FAILURE, Status.WARNING))
+        and not (r.status is Status.SKIPPED and r.message in bulk)
+    ]
     ordered = sorted(shown, key=lambda r: _section_key(r.spec.section))
     for section, group in groupby(ordered, key=lambda r: r.spec.section):
         out.append("")
         out.append(_paint(f"§{section} {SECTION_TITLES.get(section, '')}", "1", color))
         for result in group:
             out += _line(result, color, verbosity)
+    if bulk:
+        out.append("")
+    for reason in sorted(bulk, key=lambda m: -reasons[m]):
+        label = _paint(f"{'SKIPPED':<8}", _COLORS[Status.SKIPPED], color)
+        out.append(f"  {label} {reasons[reason]} checks: {reason}")
     counts = report.counts()
     expected = sum(1 for r in report.results if r.expected_failure)
     out.append("")

@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ._baseline import apply_baseline, validate_selector
-from ._checks import Discovery, missing_selection, resource_listing, resource_read, tools_list, unfetched_tool_note
+from ._checks import (
+    NO_RESOURCE,
+    Discovery,
+    missing_selection,
+    resource_listing,
+    resource_read,
+    tools_list,
+    unfetched_tool_note,
+)
 from ._model import EraInfo, Report, Status
 from ._probe import ConnectFailure, Held, Mode, Pool, Target
 from ._record import Recorder
@@ -112,7 +120,7 @@ async def _run(
             mode: Mode = "legacy" if era == "legacy" else "auto"
             if disc.base is None:
                 for scenario in PER_ERA_SCENARIOS:
-                    rec.skip_scenario(scenario, disc.no_resource_reason, era=era)
+                    rec.skip_scenario(scenario, NO_RESOURCE, era=era)
                 continue
             session = await open_era(pool, target, era, mode, rec, disc)
             if session is not None:
@@ -124,7 +132,7 @@ async def _run(
             if "2026-07-28" not in options.eras:
                 rec.skip_scenario("sessionless", "--era legacy: the sessionless 2026-07-28 protocol was not selected")
             elif disc.base is None:
-                rec.skip_scenario("sessionless", disc.no_resource_reason)
+                rec.skip_scenario("sessionless", NO_RESOURCE)
             else:
                 say("sessionless")
                 pinned = await open_sessionless(pool, target, rec, disc, default)
@@ -159,20 +167,21 @@ def _connect_failed(report: Report, rec: Recorder, exc: ConnectFailure) -> None:
     )
     if exc.stderr.strip():
         report.notes.append("server stderr (last lines):\n" + "\n".join(exc.stderr.strip().splitlines()[-15:]))
-    for spec in CHECKS:
-        if spec.scenario != "connection":
-            rec.skip_scenario(spec.scenario, "no MCP connection (see connection/handshake)")
 
 
 def _finish(report: Report, rec: Recorder, wanted: list[CheckSpec], options: Options, started: float) -> Report:
     order = {spec.id: i for i, spec in enumerate(CHECKS)}
     era_order: dict[str, int] = {era: i for i, era in enumerate(options.eras)}
+    connected = any(r.id == "connection/handshake" and r.status is Status.SUCCESS for r in rec.results)
+    reason = (
+        "not reached: an earlier step of its scenario did not complete"
+        if connected
+        else "no MCP connection (see connection/handshake)"
+    )
     for spec in wanted:
         for era in options.eras if spec.scenario in PER_ERA_SCENARIOS else (None,):
-            if era is not None and era not in era_order:
-                continue
             if not rec.has(spec.id, era):
-                rec.skip(spec.id, "not reached: an earlier step of its scenario did not complete", era=era)
+                rec.skip(spec.id, reason, era=era)
     ids = {spec.id for spec in wanted}
     report.results = sorted(
         (r for r in rec.results if r.id in ids and (r.era is None or r.era in era_order)),

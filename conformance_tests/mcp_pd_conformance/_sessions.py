@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from ._checks import Discovery, SafeTool, selection_uri
+from ._checks import NO_RESOURCE, Discovery, SafeTool, selection_uri
 from ._documents import (
     SESSIONLESS_VERSIONS,
     TOOL_DESCRIPTION_REQUIRED,
@@ -46,7 +46,7 @@ _ERA_SCENARIOS = ("authorization", "isolation", "session-end")
 def pick_probe(disc: Discovery, call_tool: str | None, call_args: dict[str, Any] | None) -> None:
     """Choose the tool to probe, without fetching anything; sets `disc.probe` or `disc.safe_reason`."""
     if disc.base is None:
-        disc.safe_reason = disc.no_resource_reason or "no tool_descriptions resource"
+        disc.safe_reason = NO_RESOURCE
         return
     if call_tool is not None:
         if call_tool not in disc.names:
