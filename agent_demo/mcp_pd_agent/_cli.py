@@ -91,7 +91,7 @@ async def run_tasks(
                 run = await run_agent(server, backend_for(task), task.prompt, max_turns=max_turns, observer=show)
             failure = check_run(task, run)
         except Exception as exc:  # a model API or server failure ends this task, not the demo
-            failure = f"{type(exc).__name__}: {exc}"
+            failure = _describe(exc)
         provoked = [code for code in (run.error_codes() if run else []) if code != "TOOL_ERROR"]
         result = TaskResult(task.key, task.prompt, run, failure, provoked)
         results.append(result)
@@ -103,6 +103,13 @@ async def run_tasks(
                 verdict += f"  (error path {', '.join(task.expect_errors)}: {how})"
             print(f"    {verdict}", file=out, flush=True)
     return results
+
+
+def _describe(exc: BaseException) -> str:
+    """The first real error inside (possibly nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
 
 
 async def eager_definitions(spec: ServerSpec) -> dict[str, dict[str, Any]]:
@@ -164,14 +171,18 @@ def _select(tasks: Sequence[Task], wanted: Sequence[str] | None) -> list[Task]:
 
 
 class _Quiet:
-    """Drops step lines, keeps everything else."""
+    """Drops step lines (indented, not a verdict), passes everything else through."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
+        self.pending = ""
 
     def write(self, text: str) -> int:
-        if not text.startswith("    ") or "PASS" in text or "FAIL" in text:
-            self.out.write(text)
+        self.pending += text
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            if not line.startswith("    ") or "PASS" in line or "FAIL" in line:
+                self.out.write(line + "\n")
         return len(text)
 
     def flush(self) -> None:

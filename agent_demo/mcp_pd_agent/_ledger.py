@@ -27,6 +27,7 @@ __all__ = ["ENCODINGS", "Ledger", "LedgerRow", "TokenCounter", "build_ledger", "
 ENCODINGS: Final = ("o200k_base", "cl100k_base")
 _CHUNK: Final = 200_000  # characters per encode call (bpe-openai caps one call at 1M chars / 200k tokens)
 # Fields a plain tools/list carries; the rest (examples, guidance, version) exist because of the resource.
+_FIXED_PARTS: Final = ("system prompt", "minimal list", "read function")
 _WIRE_FIELDS: Final = ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "_meta")
 
 
@@ -48,7 +49,7 @@ class TokenCounter:
             # Python 3.11+ flags as deprecated (at import and per encoding); harmless, and not ours to fix.
             warnings.simplefilter("ignore", DeprecationWarning)
             try:
-                import bpe_openai  # type: ignore[import-untyped]
+                import bpe_openai  # type: ignore[import-untyped, import-not-found, unused-ignore]
             except ImportError:
                 self.problem = "bpe-openai is not installed (pip install bpe-openai): showing characters, not tokens"
                 return
@@ -235,7 +236,7 @@ def render_svg(ledgers: Sequence[Ledger], unit: str | None = None) -> str:
     width, left, right, bar, gap = 980, 150, 150, 10, 8
     row_height = 2 * bar + gap
     panels: list[str] = []
-    y = 58
+    y = 80
     chosen = unit
     for ledger in ledgers:
         use = chosen if chosen in ledger.units else ledger.units[0]
@@ -254,27 +255,36 @@ def render_svg(ledgers: Sequence[Ledger], unit: str | None = None) -> str:
             panels.append(f'<text x="{left - 8}" y="{y + bar + 4}" class="l" text-anchor="end">{_esc(row.key)}</text>')
             panels.append(f'<rect x="{left}" y="{y}" width="{e * scale:.1f}" height="{bar}" class="e"/>')
             panels.append(f'<text x="{left + e * scale + 6:.1f}" y="{y + bar - 1}" class="n">{e:,}</text>')
-            panels.append(f'<rect x="{left}" y="{y + bar}" width="{max(p * scale, 1):.1f}" height="{bar}" class="p"/>')
+            fixed = sum(row.parts.get(k, {}).get(use, 0) for k in _FIXED_PARTS) if row.parts else p
+            panels.append(
+                f'<rect x="{left}" y="{y + bar}" width="{max(fixed * scale, 1):.1f}" height="{bar}" class="f"/>'
+            )
+            panels.append(
+                f'<rect x="{left + fixed * scale:.1f}" y="{y + bar}" width="{max((p - fixed) * scale, 0):.1f}" '
+                f'height="{bar}" class="p"/>'
+            )
             panels.append(
                 f'<text x="{left + p * scale + 6:.1f}" y="{y + 2 * bar - 1}" class="n">{p:,} '
                 f"({row.saved(use):.0%} saved)</text>"
             )
             y += row_height
         y += 34
-    height = y - 10
+    height = y
     legend_unit = chosen or "tokens"
     header = (
         f'<text x="20" y="24" class="t">Context the model carries per task ({_esc(legend_unit)} tokens): '
         "eager loading vs progressive disclosure</text>"
         f'<rect x="20" y="34" width="12" height="10" class="e"/><text x="38" y="43" class="l">eager: every full '
         "definition up front</text>"
-        f'<rect x="300" y="34" width="12" height="10" class="p"/><text x="318" y="43" class="l">progressive: '
-        "guidance + minimal list + definitions fetched + errors seen</text>"
+        f'<rect x="330" y="34" width="12" height="10" class="f"/><text x="348" y="43" class="l">progressive, fixed: '
+        "system prompt with guidance + minimal list + reader function</text>"
+        f'<rect x="330" y="50" width="12" height="10" class="p"/><text x="348" y="59" class="l">progressive, per '
+        "task: definitions fetched + error documents seen</text>"
     )
     style = (
         "<style>.t{font:bold 15px sans-serif;fill:#222}.h{font:bold 12px sans-serif;fill:#222}"
         ".l{font:11px sans-serif;fill:#333}.n{font:10px sans-serif;fill:#555}"
-        ".e{fill:#b8bec6}.p{fill:#2f7fd1}</style>"
+        ".e{fill:#b8bec6}.f{fill:#8fbce8}.p{fill:#1f5fa8}</style>"
     )
     body = "".join(panels)
     return (
