@@ -1,0 +1,400 @@
+"""Tables from benchmarks/results/*.json: printed, and with --write put into benchmarks/README.md.
+
+Only the block between the README's GENERATED markers is rewritten; the prose around it is kept.
+
+    python -m benchmarks.report [--results DIR] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ._common import PACKAGE_DIR, RESULTS_DIR
+
+BEGIN = "<!-- BEGIN GENERATED: python -m benchmarks.report --write -->"
+END = "<!-- END GENERATED -->"
+ORDER = ("context", "overhead", "scale", "reload", "load")
+
+
+def _load(results: Path) -> dict[str, dict[str, Any]]:
+    found = {}
+    for name in (*ORDER, "run"):
+        path = results / f"{name}.json"
+        if path.exists():
+            found[name] = json.loads(path.read_text(encoding="utf-8"))
+    return found
+
+
+def _table(header: list[str], rows: list[list[Any]], left: tuple[int, ...] = (0,)) -> list[str]:
+    align = ["---" if i in left else "---:" for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def _f(value: Any, digits: int = 1, suffix: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}{suffix}"
+    return f"{value:,.{digits}f}{suffix}"
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f}%"
+
+
+def goals_section(data: dict[str, dict[str, Any]]) -> list[str]:
+    rows = []
+    for name in ORDER:
+        for goal in data.get(name, {}).get("goals", []):
+            verdict = {True: "met", False: "**missed**", None: "n/a"}[goal["met"]]
+            value = "n/a" if goal["value"] is None else f"{goal['value']:g} {goal['unit']}".strip()
+            rows.append([goal["id"], goal["figure"], goal["target"], value, verdict, goal["note"]])
+    return [
+        "### Every figure against its goal",
+        "",
+        *_table(["#", "figure", "goal", "measured", "", "detail"], rows, left=(0, 1, 5)),
+    ]
+
+
+def machine_section(data: dict[str, dict[str, Any]]) -> list[str]:
+    any_result = next((data[n] for n in ORDER if n in data), None)
+    if any_result is None:
+        return []
+    m = any_result["machine"]
+    lines = [
+        "### Machine and run",
+        "",
+        f"{m.get('cores')} cores ({m.get('cpu') or 'unknown CPU'}), {m.get('memory_gib')} GiB, {m.get('platform')}; "
+        f"Python {m.get('python')}, mcp {m.get('mcp')}, mcp-types {m.get('mcp_types')}, pydantic {m.get('pydantic')}, "
+        f"uvicorn {m.get('uvicorn')}, bpe-openai {m.get('bpe_openai')}; repository at `{m.get('git_commit')}`"
+        + (" (server/ modified)" if m.get("server_tree_modified") else "")
+        + ".",
+        "",
+    ]
+    rows = []
+    for name in ORDER:
+        if name in data:
+            d = data[name]
+            rows.append([name, _f(d["duration_s"], 0, " s"), d["load_average_before"], d["load_average_after"]])
+    lines += _table(["benchmark", "took", "load average before (1/5/15 min)", "after"], rows, left=(0, 2, 3))
+    run = data.get("run")
+    if run:
+        lines += [
+            "",
+            f"Whole run (`{run['command']}`): {run['total_seconds']:.0f} s ({run['total_seconds'] / 60:.1f} min). "
+            "Other work was running on this machine at the same time (see the load averages): absolute times are "
+            "noisy; the ratios pair each figure with its baseline in the same run.",
+        ]
+    return lines
+
+
+def context_section(d: dict[str, Any]) -> list[str]:
+    rows = []
+    for name, c in d["figures"]["catalogs"].items():
+        t = c["tokens"]["o200k_base"]
+        rows.append(
+            [
+                f"`{name}`" if " " not in name else f"**{name}**",
+                c["tools"],
+                _f(t["eager_full_list"]),
+                _f(t["progressive_total"]),
+                _pct(t["reduction"]),
+                _f(t["floor_total"]),
+                _pct(t["floor_reduction"]),
+                _pct(t["share_of_possible_savings"]),
+                _pct(t["projections"]["without_annotations_and_meta"]["reduction"]),
+                _pct(t["task"]["ratio_median"]),
+                _pct(t["task"]["ratio_three_largest"]),
+            ]
+        )
+    combined = d["figures"]["catalogs"][next(reversed(d["figures"]["catalogs"]))]
+    c100 = combined["tokens"]["cl100k_base"]
+    o200 = combined["tokens"]["o200k_base"]
+    return [
+        "### 1. Context saved (tokens, o200k_base)",
+        "",
+        *_table(
+            [
+                "catalog",
+                "tools",
+                "eager tools/list",
+                "progressive (list + resource + instructions)",
+                "saved",
+                "floor (names alone)",
+                "floor saved",
+                "of possible savings",
+                "saved, projected without annotations/_meta",
+                "task: list + 3 fetched (median) / eager",
+                "task, 3 largest / eager",
+            ],
+            rows,
+        ),
+        "",
+        f"Combined catalog in cl100k_base: eager {c100['eager_full_list']:,}, progressive "
+        f"{c100['progressive_total']:,} ({_pct(c100['reduction'])} saved), floor {c100['floor_total']:,}, "
+        f"task {_pct(c100['task']['ratio_median'])}. Of the progressive total (o200k), the tool list is "
+        f"{o200['progressive_list']:,}, the resource listing {o200['resource_listing']:,} and the instructions "
+        f"{o200['instructions']:,}; only name/description/inputSchema (model view): "
+        f"{_pct(o200['model_view']['reduction'])} saved. Entries with annotations in the minimal list: "
+        f"{combined['minimal_descriptions']['entries_with_annotations']} of {combined['tools']}; minimal "
+        f"descriptions average {combined['minimal_descriptions']['mean_chars']} characters, none empty: "
+        f"{combined['minimal_descriptions']['empty'] == 0}.",
+    ]
+
+
+def overhead_section(d: dict[str, Any]) -> list[str]:
+    rows = []
+    for transport, f in d["figures"].items():
+        for op, c in f["client"].items():
+            s = f.get("server", {}).get(op, {})
+            ci = c["ratio"]["p50_ci95"]
+            rows.append(
+                [
+                    transport,
+                    c["what"],
+                    f"{_f(c['plain']['p50_us'])} / {_f(c['plain']['p95_us'])}",
+                    f"{_f(c['pd']['p50_us'])} / {_f(c['pd']['p95_us'])}",
+                    f"{c['ratio']['p50']:.3f}x ({ci[0]:.2f}-{ci[1]:.2f})",
+                    f"{c['ratio']['p95']:.3f}x",
+                    f"{_f(s.get('plain', {}).get('p50_us'))} -> {_f(s.get('pd', {}).get('p50_us'))}" if s else "n/a",
+                    f"{s['ratio']['p50']:.2f}x" if s.get("ratio") else "n/a",
+                ]
+            )
+    cpu = [
+        f"{t}: {f['server_cpu_ratio']:.2f}x ({f['server_cpu_per_iteration_us']['plain']:.0f} -> "
+        f"{f['server_cpu_per_iteration_us']['pd']:.0f} us)"
+        for t, f in d["figures"].items()
+        if "server_cpu_ratio" in f
+    ]
+    return [
+        "### 2. Overhead on the same MCPServer (microseconds)",
+        "",
+        *_table(
+            [
+                "transport",
+                "operation",
+                "plain p50 / p95",
+                "extension p50 / p95",
+                "p50 ratio (95% CI)",
+                "p95 ratio",
+                "server-side p50",
+                "server-side ratio",
+            ],
+            rows,
+            left=(0, 1),
+        ),
+        "",
+        "Server CPU per iteration (all seven requests), extension/plain: " + "; ".join(cpu) + ".",
+    ]
+
+
+def _pair(plain: dict[str, Any], ours: dict[str, Any], ratios: dict[str, Any], key: str, digits: int) -> str:
+    return f"{plain[key]['p50_ms']:.{digits}f} -> {ours[key]['p50_ms']:.{digits}f} ({ratios[key]['p50']:.2f}x)"
+
+
+def scale_section(d: dict[str, Any], image: str | None) -> list[str]:
+    rows = []
+    for size, r in d["figures"]["tools"].items():
+        p, e, q = r["plain"], r["pd"], r["ratios"]
+        rows.append(
+            [
+                f"{int(size):,}",
+                f"{p['startup_s']:.2f} -> {e['startup_s']:.2f} ({q['startup']:.2f}x)",
+                _pair(p, e, q, "list_server", 1),
+                _pair(p, e, q, "list_client", 0),
+                _pair(p, e, q, "fetch_server", 3),
+                _pair(p, e, q, "fetch_client", 3),
+                f"{p['rss_end_mb']:.0f} -> {e['rss_end_mb']:.0f} (peak {e['rss_peak_mb']:.0f})",
+            ]
+        )
+    srows = []
+    for count, s in d["figures"]["sessions"].items():
+        srows.append(
+            [
+                f"{int(count):,}",
+                f"{s['traced_mb']:.1f}",
+                f"{s['traced_bytes_per_session']:.0f}",
+                ", ".join(f"{k.replace('_', ' ')} {v:.1f}" for k, v in s["traced_breakdown_mb"].items()),
+                f"{s['rss_delta_mb']:.1f}",
+                f"{s['lookup']['p50_us']:.2f} / {s['lookup']['p95_us']:.2f}",
+                f"{s['lookup_ratio_vs_dict']['p50']:.1f}x",
+                f"{s['call']['ratio']['p50']:.3f}x",
+            ]
+        )
+    lines = [
+        "### 3. Scale",
+        "",
+        "Tools (plain simulated server -> with the extension; times are p50):",
+        "",
+        *_table(
+            [
+                "tools",
+                "start-up (s)",
+                "tools/list server-side (ms)",
+                "tools/list client-observed (ms)",
+                "one-tool fetch server-side (ms)",
+                "one-tool fetch client-observed (ms)",
+                "RSS (MB)",
+            ],
+            rows,
+        ),
+        "",
+        "Authorized sessions (3 tools each):",
+        "",
+        *_table(
+            [
+                "sessions",
+                "state, traced (MB)",
+                "bytes/session",
+                "of which (MB)",
+                "RSS growth (MB)",
+                "lookup p50 / p95 (us)",
+                "lookup vs dict of sets",
+                "authorized call vs plain (p50)",
+            ],
+            srows,
+            left=(0, 3),
+        ),
+    ]
+    if image:
+        lines += ["", f"![growth with catalog size and session count](results/{image})"]
+    return lines
+
+
+def reload_section(d: dict[str, Any]) -> list[str]:
+    rows = []
+    for mode in ("in_place", "atomic"):
+        e = d["figures"][mode]
+        rows.append(
+            [
+                mode.replace("_", " "),
+                e["edits"],
+                f"{_f(e['served'].get('p50_ms'), 0)} / {_f(e['served'].get('p95_ms'), 0)}",
+                f"{_f(e['raw_watcher_baseline'].get('p50_ms'), 0)} / {_f(e['raw_watcher_baseline'].get('p95_ms'), 0)}",
+                _f(e.get("ratio_p50_vs_raw_watcher"), 2, "x"),
+                f"{_f(e['list_changed_notification'].get('p50_ms'), 0)} / "
+                f"{_f(e['list_changed_notification'].get('p95_ms'), 0)}",
+                e["not_served_within_5s"],
+            ]
+        )
+    return [
+        "### 4. Hot reload (milliseconds from the write)",
+        "",
+        *_table(
+            [
+                "write",
+                "edits",
+                "served p50 / p95",
+                "bare watcher p50 / p95",
+                "p50 vs bare watcher",
+                "list_changed received p50 / p95",
+                "not served in 5 s",
+            ],
+            rows,
+            left=(0, 1),
+        ),
+    ]
+
+
+def load_section(d: dict[str, Any]) -> list[str]:
+    t = d["figures"]["totals"]
+    rows = []
+    for variant in ("plain", "pd"):
+        v = t[variant]
+        rows.append(
+            [
+                "plain server" if variant == "plain" else "with extension",
+                v["rounds"],
+                f"{v['requests']:,}",
+                f"{v['throughput_rps']:.0f}",
+                f"{v['p50_ms']:.1f}",
+                f"{v['p95_ms']:.1f}",
+                v["errors"],
+                v["leaks"] if variant == "pd" else "n/a",
+                f"{v['server_cpu_per_request_us']:.0f}",
+            ]
+        )
+    r = t["ratios"]
+    per_round = ", ".join(f"{x['variant']} {x['throughput_rps']:.0f}" for x in d["figures"]["rounds"])
+    return [
+        f"### 5. Streamable HTTP under load ({d['figures']['sessions']} sessions, {d['figures']['iterations']} "
+        "iterations each per round)",
+        "",
+        *_table(
+            [
+                "server",
+                "rounds",
+                "requests",
+                "requests/s",
+                "p50 (ms)",
+                "p95 (ms)",
+                "errors",
+                "leaks",
+                "server CPU/request (us)",
+            ],
+            rows,
+        ),
+        "",
+        f"Extension/plain: throughput {r['throughput']:.2f}x, p95 {r['p95']:.2f}x, server CPU per request "
+        f"{r['server_cpu_per_request']:.2f}x. Requests/s per round, in order: {per_round}.",
+    ]
+
+
+def render(data: dict[str, dict[str, Any]]) -> str:
+    lines = [*machine_section(data), "", *goals_section(data)]
+    sections = {
+        "context": context_section,
+        "overhead": overhead_section,
+        "reload": reload_section,
+        "load": load_section,
+    }
+    for name in ORDER:
+        if name not in data:
+            continue
+        lines.append("")
+        if name == "scale":
+            lines += scale_section(data[name], data[name]["figures"].get("plot"))
+        else:
+            lines += sections[name](data[name])
+    return "\n".join(lines) + "\n"
+
+
+SKELETON = f"""# Benchmarks
+
+{BEGIN}
+{END}
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__)
+    parser.add_argument("--results", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--write", action="store_true", help="rewrite the generated block of benchmarks/README.md")
+    args = parser.parse_args(argv)
+    data = _load(args.results)
+    if not data:
+        print(f"report: no results in {args.results}")
+        return 1
+    text = render(data)
+    if not args.write:
+        print(text)
+        return 0
+    readme = PACKAGE_DIR / "README.md"
+    current = readme.read_text(encoding="utf-8") if readme.exists() else SKELETON
+    if BEGIN not in current or END not in current:
+        current = current.rstrip() + f"\n\n{BEGIN}\n{END}\n"
+    head, _, rest = current.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    readme.write_text(f"{head}{BEGIN}\n{text}{END}{tail}", encoding="utf-8")
+    print(f"report: updated {readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
