@@ -112,7 +112,9 @@ async def measure_catalog(
     floor = [{"name": n, "inputSchema": dict(MINIMAL_SCHEMA)} for n in names]
     # What the listing would cost if minimal entries left out fields the model does not need to choose a tool.
     projections = {
+        "without_annotations": ("annotations",),
         "without_annotations_and_meta": ("annotations", "_meta"),
+        "without_annotations_and_title": ("annotations", "title"),
         "without_annotations_meta_and_title": ("annotations", "_meta", "title"),
     }
     descriptions = [str(t.get("description") or "") for t in minimal]
