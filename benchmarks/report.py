@@ -297,7 +297,6 @@ def reload_section(d: dict[str, Any]) -> list[str]:
                 "not served in 5 s",
             ],
             rows,
-            left=(0, 1),
         ),
     ]
 
@@ -392,6 +391,10 @@ def main(argv: list[str] | None = None) -> int:
     head, _, rest = current.partition(BEGIN)
     _, _, tail = rest.partition(END)
     readme.write_text(f"{head}{BEGIN}\n{text}{END}{tail}", encoding="utf-8")
+    if "scale" in data and data["scale"]["figures"].get("plot"):
+        from .scale import plot  # the plot is derived from scale.json like the tables
+
+        plot(data["scale"]["figures"], args.results / data["scale"]["figures"]["plot"])
     print(f"report: updated {readme}")
     return 0
 

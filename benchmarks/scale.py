@@ -382,10 +382,14 @@ def plot(figures: dict[str, Any], path: Path) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     plain_numbers = matplotlib.ticker.FuncFormatter(lambda value, _: f"{value:g}")
-    for ax in axes.flat:
-        for axis in (ax.xaxis, ax.yaxis):
-            axis.set_major_formatter(plain_numbers)
-            axis.set_minor_formatter(plain_numbers)
+    for index, ax in enumerate(axes.flat):
+        points = sizes if index < 4 else counts
+        ax.xaxis.set_major_locator(matplotlib.ticker.FixedLocator(points))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FixedFormatter([f"{p // 1000}k" for p in points]))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(plain_numbers)
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     fig.suptitle("mcp_pd at scale (synthetic catalogs from the 322 real tools)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
