@@ -295,7 +295,17 @@ class ProgressiveDisclosure:
     ) -> dict[str, Any]:
         self._on_request(ctx)
         handler = self._original[method]
-        page = _dump(await handler(ctx, params)) if handler is not None else {key: []}
+        if handler is not None:
+            page = _dump(await handler(ctx, params))
+        else:
+            # A server without resources of its own: an empty result of the right model, so each era's
+            # required fields are filled in by the SDK.
+            empty = (
+                types.ListResourcesResult(resources=[])
+                if key == "resources"
+                else types.ListResourceTemplatesResult(resource_templates=[])
+            )
+            page = _dump(empty)
         if params.cursor is None:
             page[key] = [self._resource_entry(template=key == "resourceTemplates"), *page.get(key, [])]
         return page
