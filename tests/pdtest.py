@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -48,14 +48,10 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30
 
 
 @contextmanager
-def http_subprocess(*args: str) -> Iterator[str]:
-    """`mcp-pd serve --transport http` as a subprocess on a free loopback port; yields the endpoint URL."""
+def http_command(argv: Sequence[str]) -> Iterator[str]:
+    """Run `argv` + a free loopback port as a subprocess until it listens; yields its /mcp URL."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcp_pd", "serve", "--transport", "http", "--port", str(port), *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    proc = subprocess.Popen([*argv, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"
@@ -68,6 +64,13 @@ def http_subprocess(*args: str) -> Iterator[str]:
             proc.wait()
         if proc.stderr:
             proc.stderr.close()
+
+
+@contextmanager
+def http_subprocess(*args: str) -> Iterator[str]:
+    """`mcp-pd serve --transport http` as a subprocess on a free loopback port; yields the endpoint URL."""
+    with http_command([sys.executable, "-m", "mcp_pd", "serve", "--transport", "http", *args, "--port"]) as url:
+        yield url
 
 
 @asynccontextmanager

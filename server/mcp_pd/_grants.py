@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
@@ -41,7 +42,7 @@ class MemoryGrantStore:
         if granted is None:
             granted = set()
         # Sys-interned names keep 100k sessions of the same tools cheap.
-        granted.update(map(_intern, names))
+        granted.update(map(sys.intern, names))
         self._sessions[session] = granted  # re-set: slides the idle timeout
 
     def allowed(self, session: str, name: str) -> bool:
@@ -60,9 +61,3 @@ class MemoryGrantStore:
     def __len__(self) -> int:
         self._sessions.expire()
         return len(self._sessions)
-
-
-def _intern(name: str) -> str:
-    import sys
-
-    return sys.intern(name)

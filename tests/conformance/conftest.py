@@ -6,10 +6,7 @@ at a time (legacy era), the HTTP servers in both eras. Servers run as real subpr
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -17,6 +14,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp_pd_conformance import ERAS, Options, Report, Target, run_suite
+from pdtest import http_command
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -50,40 +48,11 @@ def reference_argv(*extra: str) -> tuple[str, ...]:
     return (sys.executable, "-m", "mcp_pd", "serve", "--no-watch", *extra)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @contextmanager
 def http_server(argv: tuple[str, ...]) -> Iterator[str]:
     """Start `argv` + a port on 127.0.0.1 as a subprocess; yield its /mcp URL."""
-    port = _free_port()
-    proc = subprocess.Popen([*argv, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                raise RuntimeError(f"{argv} exited with {proc.returncode}: {err}")
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{argv} did not listen on {port}")
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+    with http_command(argv) as url:
+        yield url
 
 
 def run_many(jobs: dict[str, Callable[[], Awaitable[Report]]], limit: int = 3) -> dict[str, Report]:
