@@ -55,7 +55,37 @@ async def test_tools_list_is_minimal(tmp_path: Path) -> None:
     # The hand-written minimal description wins; otherwise the first sentence of the docstring.
     assert tools["add"]["description"] == "Add two integers."
     assert tools["write_note"]["description"] == "Store a note."
-    assert tools["add"]["annotations"]["readOnlyHint"] is True
+    # Title and annotations stay in the full definition by default (spec/interpretations.md I-5).
+    assert all("annotations" not in entry and "title" not in entry for entry in tools.values())
+
+
+@pytest.mark.req("PD-3.1-04", "PD-4.4-01")
+async def test_list_annotations_keeps_hints_in_the_listing(tmp_path: Path) -> None:
+    titled = {**ADD_DEFINITION, "title": "Adder", "annotations": {"readOnlyHint": True, "idempotentHint": True}}
+    app, _ = make_mcpserver(write_definitions(tmp_path, titled), list_annotations=True)
+    async with legacy(app) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        full = (await read_json(client, URI + "?tools=add"))["add"]
+    add = tools["add"]
+    assert add.title == "Adder"
+    assert add.annotations is not None and add.annotations.read_only_hint is True
+    assert add.annotations.idempotent_hint is True
+    assert add.input_schema == MINIMAL_INPUT_SCHEMA
+    # A tool without a file keeps the annotations it was registered with; the listing stays minimal otherwise.
+    assert tools["write_note"].annotations is None
+    assert full["title"] == "Adder" and full["annotations"] == titled["annotations"]
+
+
+@pytest.mark.req("PD-4.4-01")
+async def test_fetched_definition_carries_title_and_annotations(tmp_path: Path) -> None:
+    app, _ = make_mcpserver(write_definitions(tmp_path, ADD_DEFINITION))
+    async with legacy(app) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        full = await read_json(client, URI + "?tools=add,write_note")
+    assert listed["add"].annotations is None
+    # From the code registration when the file has none.
+    assert full["add"]["annotations"]["readOnlyHint"] is True
+    assert "annotations" not in full["write_note"]
 
 
 @pytest.mark.req("PD-2-02", "PD-3.2-01", "PD-4.1-01", "PD-4.1-02", "PD-4.1-03", "PD-4.1-04", "PD-4.1-05")

@@ -47,6 +47,21 @@ def test_grant_store_bound_evicts_oldest_session_not_a_random_one() -> None:
     assert grants.allowed("new", "a")
 
 
+@pytest.mark.req("PD-5.1-01", "PD-5.1-03")
+def test_grants_accumulate_without_duplicates_and_stay_exact_past_a_few_tools() -> None:
+    grants = MemoryGrantStore()
+    grants.grant("s", ["a", "b", "a"])
+    grants.grant("s", ["b", "c"])
+    assert grants.granted("s") == {"a", "b", "c"}
+    many = [f"tool_{i}" for i in range(40)]  # past the short-tuple form: the store switches representation
+    for start in range(0, 40, 7):
+        grants.grant("s", many[start : start + 7])
+    assert grants.granted("s") == {"a", "b", "c", *many}
+    assert all(grants.allowed("s", name) for name in many)
+    assert not grants.allowed("s", "tool_40")
+    assert not grants.allowed("other", "a")
+
+
 @pytest.mark.req("PD-10.3-01")
 def test_token_bucket() -> None:
     clock = Clock()

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp_pd import DescriptionStore
 from mcp_pd._store import Catalog
@@ -78,6 +79,23 @@ def test_catalog_merges_and_reports_orphans(tmp_path: Path, caplog: pytest.LogCa
     minimal = catalog.minimal("plain")
     assert minimal is not None
     assert minimal["description"] == "Add two integers."
+
+
+def test_catalog_keeps_listed_models_and_sees_changed_ones(tmp_path: Path) -> None:
+    catalog = Catalog(DescriptionStore(tmp_path))
+    first = types.Tool.model_validate(code_tool("add"))
+    catalog.update([first], complete=True)
+    before = catalog.full("add")
+    # An equal tool listed as a new object (as MCPServer does on every listing) keeps the merged entry.
+    catalog.update([types.Tool.model_validate(code_tool("add"))], complete=True)
+    assert catalog.full("add") is before
+    changed = types.Tool.model_validate({**code_tool("add"), "description": "Add two numbers. New wording."})
+    catalog.update([changed], complete=True)
+    full, minimal = catalog.full("add"), catalog.minimal("add")
+    assert full is not None and minimal is not None
+    assert full["description"] == "Add two numbers. New wording."
+    assert minimal["description"] == "Add two numbers."
+    assert catalog.complete and catalog.names() == ["add"]
 
 
 def test_drifted_schema_serves_the_registered_one(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -16,24 +16,26 @@ URI = "resource:///tool_descriptions"
 
 
 async def pick_read_only_tool(client: Client) -> tuple[str, dict[str, Any]]:
-    """A read-only tool and the arguments of its first example, learned the way a model would."""
-    tools = (await client.list_tools()).tools
-    candidates = [t.name for t in tools if t.annotations and t.annotations.read_only_hint]
-    assert candidates, "the reference server has read-only tools"
-    body = json.loads((await client.read_resource(f"{URI}?tools={candidates[0]}")).contents[0].text)  # type: ignore[union-attr]
-    definition = body[candidates[0]]
-    return candidates[0], definition["examples"][0]["input"]
+    """A read-only tool and the arguments of its first example, learned the way a model would.
+
+    The listing carries no annotations (I-5), so the hint is read from the fetched definitions.
+    """
+    names = [t.name for t in (await client.list_tools()).tools]
+    body = json.loads((await client.read_resource(f"{URI}?tools={','.join(names)}")).contents[0].text)  # type: ignore[union-attr]
+    name = next(n for n in names if body[n].get("annotations", {}).get("readOnlyHint") is True)
+    return name, body[name]["examples"][0]["input"]
 
 
 async def assert_fetch_then_call(client: Client) -> None:
-    tools = (await client.list_tools()).tools
-    name = next(t.name for t in tools if t.annotations and t.annotations.read_only_hint)
+    name = "list_projects"  # read-only in tool_descriptions/list_projects.json
+    assert name in {t.name for t in (await client.list_tools()).tools}
     refused = await client.call_tool(name, {})
     assert refused.is_error
     assert refused.structured_content is not None
     assert refused.structured_content["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
-    fetched, args = await pick_read_only_tool(client)
-    assert fetched == name
+    body = json.loads((await client.read_resource(f"{URI}?tools={name}")).contents[0].text)  # type: ignore[union-attr]
+    assert body[name]["annotations"]["readOnlyHint"] is True
+    args = body[name]["examples"][0]["input"]
     for _ in range(3):
         result = await client.call_tool(name, args)
         assert not result.is_error, result.content

@@ -81,6 +81,8 @@ class Discovery:
     probe: str | None = None
     probe_arguments: dict[str, Any] = field(default_factory=dict)
     probe_source: str = ""
+    # Annotations read from fetched definitions, when the listing had none (see _sessions.learn_hints).
+    hints: dict[str, dict[str, Any]] = field(default_factory=dict)
     # The tool the suite may call after fetching it, with arguments learned from its description.
     safe: SafeTool | None = None
     safe_reason: str = "no tool was chosen"

@@ -25,6 +25,7 @@ from ._sessions import (
     finish_era,
     finish_sessionless,
     learn_arguments,
+    learn_hints,
     open_era,
     open_sessionless,
     pick_probe,
@@ -110,7 +111,9 @@ async def _run(
     sessions: list[EraSession] = []
     pinned: Held | None = None
     if calling:
-        # Unfetched-call probes first, before any session fetches anything (see _sessions).
+        # Unfetched-call probes first, before any era session fetches anything (see _sessions).
+        if options.call_tool is None:
+            await learn_hints(peer, disc)
         pick_probe(disc, options.call_tool, options.call_args)
         default: EraInfo | None = None
         for era in options.eras:

@@ -1,9 +1,11 @@
 """The multi-session scenarios: authorization, isolation and session-end (per protocol era), and sessionless.
 
-Order matters. Every unfetched-call probe is sent before any session fetches anything, so a server
-that shares grants between sessions cannot pass the probe by accident; the probe uses the
+Order matters. Every unfetched-call probe is sent before any era session fetches anything, so a
+server that shares grants between sessions cannot pass the probe by accident; the probe uses the
 --call-tool arguments or none at all (the gate must refuse before looking at them). A tool is
-really invoked only when named with --call-tool or annotated readOnlyHint=true.
+really invoked only when named with --call-tool or annotated readOnlyHint=true. When tools/list
+carries no annotations (they are optional there), the hints are read from the definitions, in the
+discovery session only, before any era session opens (`learn_hints`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
     "finish_era",
     "finish_sessionless",
     "learn_arguments",
+    "learn_hints",
     "open_era",
     "open_sessionless",
     "pick_probe",
@@ -43,6 +46,34 @@ _ERA_SCENARIOS = ("authorization", "isolation", "session-end")
 
 
 # -- which tool ---------------------------------------------------------------------------------------
+_HINT_BATCH = 10
+
+
+def _read_only(annotations: object) -> bool:
+    return isinstance(annotations, dict) and annotations.get("readOnlyHint") is True
+
+
+async def learn_hints(peer: Peer, disc: Discovery) -> None:
+    """Fill `disc.hints` from the definitions when the listing carries no annotations at all.
+
+    Reads in small batches, in listing order, and stops at the first read-only tool. Runs in the
+    discovery session: on a server whose grants leak between sessions the later unfetched-call
+    probe of that tool is then let through, which the suite reports as a gate failure (PD-5.1-02).
+    """
+    if disc.base is None or any(isinstance(t.get("annotations"), dict) for t in disc.tools):
+        return
+    names = disc.names
+    for start in range(0, len(names), _HINT_BATCH):
+        batch = names[start : start + _HINT_BATCH]
+        body = read_body(await peer.read(selection_uri(disc.base, *batch))).mapping or {}
+        for name in batch:
+            entry = body.get(name)
+            if isinstance(entry, dict) and isinstance(entry.get("annotations"), dict):
+                disc.hints[name] = entry["annotations"]
+        if any(_read_only(disc.hints.get(name)) for name in batch):
+            return
+
+
 def pick_probe(disc: Discovery, call_tool: str | None, call_args: dict[str, Any] | None) -> None:
     """Choose the tool to probe, without fetching anything; sets `disc.probe` or `disc.safe_reason`."""
     if disc.base is None:
@@ -54,18 +85,17 @@ def pick_probe(disc: Discovery, call_tool: str | None, call_args: dict[str, Any]
             return
         disc.probe, disc.probe_arguments, disc.probe_source = call_tool, dict(call_args or {}), "--call-tool"
         return
-    read_only = [
-        t["name"]
-        for t in disc.tools
-        if isinstance(t.get("annotations"), dict) and t["annotations"].get("readOnlyHint") is True
-    ]
-    if not read_only:
+    listed = [t["name"] for t in disc.tools if _read_only(t.get("annotations"))]
+    fetched = [name for name in disc.names if _read_only(disc.hints.get(name))]
+    if listed:
+        disc.probe, disc.probe_source = listed[0], "readOnlyHint=true"
+    elif fetched:
+        disc.probe, disc.probe_source = fetched[0], "readOnlyHint=true in its fetched definition"
+    else:
         disc.safe_reason = (
             "no tool is annotated readOnlyHint=true, so the suite will not invoke any tool; "
             "pass --call-tool NAME --args JSON to name one that is safe to call"
         )
-        return
-    disc.probe, disc.probe_source = read_only[0], "readOnlyHint=true"
 
 
 async def learn_arguments(peer: Peer, disc: Discovery, call_args: dict[str, Any] | None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import logging
 import sys
@@ -38,6 +39,11 @@ def _serve_parser(sub: Any) -> None:
     p.add_argument("--fetch-rate", type=float, default=10.0, help="resource reads per second per session (0: off)")
     p.add_argument("--fetch-burst", type=int, default=60, help="resource reads allowed at once per session")
     p.add_argument("--no-watch", action="store_true", help="do not reload definition files when they change")
+    p.add_argument(
+        "--list-annotations",
+        action="store_true",
+        help="keep title and annotations in tools/list entries (default: only in the fetched definition)",
+    )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
 
 
@@ -48,6 +54,7 @@ def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
     options: dict[str, Any] = {
         "sessionless": args.sessionless,
         "watch": not args.no_watch,
+        "list_annotations": args.list_annotations,
         "fetch_rate": RateLimit(args.fetch_rate, args.fetch_burst) if args.fetch_rate > 0 else None,
     }
     if args.simulate:
@@ -66,11 +73,11 @@ async def _preflight(server: Any, pd: Any) -> list[str]:
     from mcp.server.mcpserver import MCPServer
 
     if isinstance(server, MCPServer):
-        tools = [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in await server.list_tools()]
-    else:
+        pd.catalog.update(await server.list_tools(), complete=True)
+    elif not pd.catalog.complete:  # serve_simulation merges its catalog itself
         definitions = [pd.store.get(n) for n in sorted(pd.store.names())]
         tools = [{"name": d.name, "description": d.description, "inputSchema": d.input_schema} for d in definitions]
-    pd.catalog.update(tools, complete=True)
+        pd.catalog.update(tools, complete=True)
     lines = [f"{len(pd.catalog)} tools, {len(pd.store)} JSON definitions"]
     lines += [f"problem: {p}" for p in pd.store.problems]
     lines += [f"orphan: {n}.json describes a tool this server does not have (not served)" for n in pd.catalog.orphans()]
@@ -90,6 +97,10 @@ def _serve(args: argparse.Namespace) -> int:
     async def run() -> None:
         for line in await _preflight(server, pd):
             print(f"mcp-pd: {line}", file=sys.stderr)
+        # Everything built so far (definitions, catalog) lives as long as the server: move it out of the
+        # collector's way, so full collections stop walking a large catalog inside request handlers.
+        gc.collect()
+        gc.freeze()
         pd.start_watching()
         if args.transport == "stdio":
             print(f"mcp-pd: serving the {label} over stdio; waiting for a client", file=sys.stderr)

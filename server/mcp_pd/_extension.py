@@ -45,7 +45,7 @@ from ._model import (
 )
 from ._policy import Caller, FetchRateLimiter, RateLimit, ToolPermission
 from ._sessions import SessionKeyHook, SessionlessPolicy, SessionPolicy, SessionResolver, is_http
-from ._store import Catalog, DescriptionStore
+from ._store import Catalog, DescriptionStore, ListedTool
 from ._uri import SelectionError, is_descriptions_uri, parse_selection
 
 __all__ = ["EXTENSION_ID", "ProgressiveDisclosure"]
@@ -81,6 +81,19 @@ def _dump(result: HandlerResult) -> dict[str, Any]:
     return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
+def _split_page(result: HandlerResult) -> tuple[dict[str, Any], list[ListedTool]]:
+    """A tools/list page without its tools, and the tools as listed.
+
+    A typed result keeps its `Tool` models: dumping a large listing on every call was most of the
+    cost of tools/list at 10k tools (benchmarks/README.md), and the catalog needs only changed tools dumped.
+    """
+    if isinstance(result, types.ListToolsResult):
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"tools"}), list(result.tools)
+    page = _dump(result)
+    tools = page.pop("tools", None)
+    return page, list(tools) if isinstance(tools, list) else []
+
+
 def _error_result(document: dict[str, Any]) -> types.CallToolResult:
     """A tool-execution error the model can read and act on (spec/interpretations.md I-1)."""
     text = json.dumps(document, ensure_ascii=False)
@@ -103,6 +116,8 @@ class ProgressiveDisclosure:
     a tool without a file is described from its registered schema. `permission`: the primary
     authorization hook. `fetch_rate`: per-session limit on resource reads (None: unlimited).
     `sessionless` / `session_key`: what to do where the transport has no session (spec/sessions.md).
+    `list_annotations`: keep `title` and `annotations` in `tools/list` entries, for hosts that ask for
+    consent from the listed hints; off by default, they stay in the fetched definition (I-5).
     """
 
     def __init__(
@@ -119,6 +134,7 @@ class ProgressiveDisclosure:
         watch: bool = True,
         instructions: bool = True,
         grants: GrantStore | None = None,
+        list_annotations: bool = False,
     ) -> None:
         if "?" in resource_uri or "#" in resource_uri:
             raise ValueError("resource_uri is the base URI, without a query or fragment")
@@ -126,7 +142,7 @@ class ProgressiveDisclosure:
             raise ValueError("sessionless must be 'downgrade' or 'reject'")
         self.resource_uri = resource_uri
         self.store = DescriptionStore(descriptions)
-        self.catalog = Catalog(self.store)
+        self.catalog = Catalog(self.store, list_annotations=list_annotations)
         self.grants: GrantStore = grants if grants is not None else MemoryGrantStore(session_idle_timeout)
         self.sessions = SessionResolver(SessionPolicy(sessionless, session_key), self.grants.forget)
         self.permission = permission
@@ -181,14 +197,14 @@ class ProgressiveDisclosure:
         return self
 
     # -- the catalog -------------------------------------------------------------------------------
-    async def _list_all(self, ctx: ServerRequestContext[Any, Any]) -> list[dict[str, Any]]:
+    async def _list_all(self, ctx: ServerRequestContext[Any, Any]) -> list[ListedTool]:
         handler = self._original["tools/list"]
         assert handler is not None
-        tools: list[dict[str, Any]] = []
+        tools: list[ListedTool] = []
         cursor: str | None = None
         for _ in range(10_000):  # a server whose cursors never end must not hang us
-            page = _dump(await handler(ctx, types.PaginatedRequestParams(cursor=cursor)))
-            tools.extend(page.get("tools", []))
+            page, listed = _split_page(await handler(ctx, types.PaginatedRequestParams(cursor=cursor)))
+            tools.extend(listed)
             cursor = page.get("nextCursor")
             if not cursor:
                 break
@@ -222,6 +238,8 @@ class ProgressiveDisclosure:
             conn is not None
             and getattr(conn, "protocol_version", None) not in MODERN_PROTOCOL_VERSIONS
             and getattr(conn, "has_standalone_channel", False)
+            # Membership first: WeakSet.add builds a new weakref with a callback on every call.
+            and conn not in self._listeners
         ):
             # Handshake-era clients hear about changed definitions on their own connection.
             self._listeners.add(conn)
@@ -233,12 +251,11 @@ class ProgressiveDisclosure:
         handler = self._original["tools/list"]
         assert handler is not None
         caller = self._caller(ctx)
-        page = _dump(await handler(ctx, params))
-        tools = page.get("tools", [])
+        page, tools = _split_page(await handler(ctx, params))
         self.catalog.update(tools, complete=params.cursor is None and not page.get("nextCursor"))
         minimal: list[dict[str, Any]] = []
         for tool in tools:
-            name = tool.get("name")
+            name = tool.name if isinstance(tool, types.Tool) else tool.get("name")
             if isinstance(name, str) and self._visible(caller, name):
                 entry = self.catalog.minimal(name)
                 if entry is not None:

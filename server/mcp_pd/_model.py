@@ -85,19 +85,25 @@ class ToolDefinition(BaseModel):
         """The minimal description: the hand-written one, else the first sentence of the full one."""
         return self.minimal_description or first_sentence(self.description)
 
-    def minimal_entry(self) -> dict[str, Any]:
-        """The `tools/list` entry of spec 3.1: enough to choose the tool, nothing about its parameters."""
+    def minimal_entry(self, *, annotations: bool = False) -> dict[str, Any]:
+        """The `tools/list` entry of spec 3.1: enough to choose the tool, nothing about its parameters.
+
+        `title` and `annotations` stay in the full definition unless `annotations` is true: they cost
+        about 7% of a real catalog's listing and a host that does not see them assumes the safe
+        defaults (not read-only, destructive, open-world; spec/interpretations.md I-5).
+        """
         entry: dict[str, Any] = {"name": self.name}
-        if self.title:
+        if annotations and self.title:
             entry["title"] = self.title
         entry["description"] = self.summary()
         entry["inputSchema"] = dict(MINIMAL_INPUT_SCHEMA)
-        if self.annotations:
+        if annotations and self.annotations:
             entry["annotations"] = self.annotations
         if self.execution:
             # How to call the tool (e.g. task support), not what to pass: clients need it to call at all.
             entry["execution"] = self.execution
         if self.meta:
+            # Hosts read `_meta` (e.g. MCP Apps' `_meta.ui`) from the listing, never from our resource.
             entry["_meta"] = self.meta
         return entry
 

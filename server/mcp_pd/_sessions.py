@@ -42,6 +42,21 @@ def is_http(ctx: ServerRequestContext[Any, Any]) -> bool:
     return ctx.request is not None
 
 
+class _SessionEnd:
+    """An exit callback for one session: a slotted object rather than `exit_stack.callback(fn, key)`,
+    whose closure and wrapper cost ~760 bytes per session (~175 here; benchmarks/README.md)."""
+
+    __slots__ = ("key", "resolver")
+
+    def __init__(self, resolver: SessionResolver, key: str) -> None:
+        self.resolver = resolver
+        self.key = key
+
+    def __call__(self, *exc_details: object) -> None:
+        # Returns None, so an exception unwinding the session is never suppressed.
+        self.resolver._ended(self.key)
+
+
 class SessionResolver:
     """Maps a request to a session key, and tells `on_end(key)` when that session is over."""
 
@@ -82,7 +97,7 @@ class SessionResolver:
         exit_stack = getattr(anchor, "exit_stack", None)
         if exit_stack is not None:
             # Runs on stdio EOF, HTTP DELETE and the SDK's idle timeout.
-            exit_stack.callback(self._ended, key)
+            exit_stack.push(_SessionEnd(self, key))
         else:
             weakref.finalize(anchor, self._ended, key)
         return key

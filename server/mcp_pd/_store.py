@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio
+import mcp_types as types
 from pydantic import ValidationError
 
 from ._model import ToolDefinition, first_sentence
 
-__all__ = ["Catalog", "DescriptionStore", "Problem"]
+__all__ = ["Catalog", "DescriptionStore", "ListedTool", "Problem"]
 
 logger = logging.getLogger("mcp_pd.store")
 
@@ -183,9 +184,27 @@ class DescriptionStore:
                 logger.exception("description change listener failed")
 
 
-@dataclass
+# A listed tool as the server's handler returned it: an SDK `Tool` model or its wire-form dict.
+ListedTool = types.Tool | Mapping[str, Any]
+
+
+def _listed_name(tool: ListedTool) -> str | None:
+    name = tool.name if isinstance(tool, types.Tool) else tool.get("name")
+    return name if isinstance(name, str) else None
+
+
+def _wire(tool: ListedTool) -> dict[str, Any]:
+    if isinstance(tool, types.Tool):
+        return tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dict(tool)
+
+
+@dataclass(slots=True)
 class _CatalogEntry:
-    source: Mapping[str, Any]
+    # Kept as listed, not as a dumped copy: re-listing compares against it cheaply (identity, then
+    # `==` over shared schema dicts) and nothing is held twice. A server signals a change to a tool
+    # by listing a new or unequal object, as MCPServer does; mutating a listed model in place is not seen.
+    source: ListedTool
     file_generation: int
     definition: ToolDefinition
     minimal: dict[str, Any]
@@ -197,30 +216,34 @@ class Catalog:
     """The tools a server really has, each merged with its JSON file (if any).
 
     Fed from the server's own `tools/list` output, so it sees exactly what the server would list.
+    `list_annotations`: minimal entries keep `title` and `annotations` (see `ToolDefinition.minimal_entry`).
     """
 
     store: DescriptionStore
+    list_annotations: bool = False
     _entries: dict[str, _CatalogEntry] = field(default_factory=dict)
     _reported: set[str] = field(default_factory=set)
     refreshed_at: float = float("-inf")
     complete: bool = False
 
-    def update(self, tools: Iterable[Mapping[str, Any]], *, complete: bool) -> None:
-        """Merge a listing (wire-form tool dicts). `complete` means it was the whole catalog."""
+    def update(self, tools: Iterable[ListedTool], *, complete: bool) -> None:
+        """Merge a listing (SDK `Tool` models or wire-form dicts). `complete` means it was the whole catalog."""
         seen: set[str] = set()
         generation = self.store.generation
         for tool in tools:
-            name = tool.get("name")
-            if not isinstance(name, str):
+            name = _listed_name(tool)
+            if name is None:
                 continue
             seen.add(name)
             entry = self._entries.get(name)
-            if entry is not None and entry.file_generation == generation and entry.source == tool:
+            if (
+                entry is not None
+                and entry.file_generation == generation
+                and (entry.source is tool or entry.source == tool)
+            ):
                 continue
-            definition = self._merge(tool)
-            self._entries[name] = _CatalogEntry(
-                dict(tool), generation, definition, definition.minimal_entry(), definition.full_entry()
-            )
+            # Dicts are copied: the caller may reuse its own.
+            self._entries[name] = self._build(tool if isinstance(tool, types.Tool) else dict(tool), generation)
         if complete:
             for gone in set(self._entries) - seen:
                 del self._entries[gone]
@@ -228,15 +251,21 @@ class Catalog:
             self._report_orphans()
         self.refreshed_at = time.monotonic()
 
+    def _build(self, source: ListedTool, generation: int) -> _CatalogEntry:
+        definition = self._merge(_wire(source))
+        return _CatalogEntry(
+            source,
+            generation,
+            definition,
+            definition.minimal_entry(annotations=self.list_annotations),
+            definition.full_entry(),
+        )
+
     def _entry(self, name: str) -> _CatalogEntry | None:
         entry = self._entries.get(name)
         if entry is not None and entry.file_generation != self.store.generation:
             # A file changed since this entry was merged: rebuild it now, so reads see edits at once.
-            definition = self._merge(entry.source)
-            entry = _CatalogEntry(
-                entry.source, self.store.generation, definition, definition.minimal_entry(), definition.full_entry()
-            )
-            self._entries[name] = entry
+            entry = self._entries[name] = self._build(entry.source, self.store.generation)
         return entry
 
     def get(self, name: str) -> ToolDefinition | None:

@@ -34,10 +34,11 @@ STDIO_CONTROLS = (
     "jsonrpc-refusal",
     "forgetful",
     "no-unknown-entry",
+    "bare-listing",
     "plain",
 )
 HTTP_CONTROLS = ("good", "global-grants", "forgetful", "ungated")
-SESSION_CONTROLS = frozenset({"good", "ungated", "wrong-error-code", "jsonrpc-refusal", "forgetful"})
+SESSION_CONTROLS = frozenset({"good", "bare-listing", "ungated", "wrong-error-code", "jsonrpc-refusal", "forgetful"})
 
 
 def control_argv(defect: str, *extra: str) -> tuple[str, ...]:

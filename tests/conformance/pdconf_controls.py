@@ -43,6 +43,7 @@ DEFECTS = {
     "global-grants": "one grant set shared by every session (violates PD-5.1-04)",
     "forgetful": "a fetch authorizes a single call only (violates PD-5.1-03)",
     "no-unknown-entry": "unknown names are silently dropped from reads (violates SHOULD PD-6.3-01)",
+    "bare-listing": "tools/list carries no annotations, only the definitions do (allowed: a correct server)",
     "plain": "a plain MCP server without the extension at all",
 }
 
@@ -128,7 +129,9 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
                     name=name,
                     description=full["description"] if defect == "plain" else SUMMARY[name],
                     input_schema=full["inputSchema"] if extended else {"type": "object", "additionalProperties": True},
-                    annotations=types.ToolAnnotations.model_validate(full["annotations"]),
+                    annotations=None
+                    if defect == "bare-listing"
+                    else types.ToolAnnotations.model_validate(full["annotations"]),
                 )
             )
         return types.ListToolsResult(tools=tools)

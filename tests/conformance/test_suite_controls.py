@@ -47,6 +47,7 @@ EXPECTATIONS = {
     "jsonrpc-refusal": _e(warns="PD-5.1-02 PD-2-03"),
     "forgetful": _e("PD-5.1-03"),
     "no-unknown-entry": _e(warns="PD-6.3-01"),
+    "bare-listing": _e(),
     "plain": _e("PD-4.1-01 PD-2-02 PD-3.2-01", allowed="PD-3.1-01 PD-3.1-04 PD-2-01", skips="*"),
 }
 
@@ -114,6 +115,16 @@ def test_suite_never_invokes_a_destructive_tool(stdio_reports: dict[str, Report]
     assert ran == {"add"}
     ungated = (call_logs / "stdio-ungated.jsonl").read_text().splitlines()
     assert ungated, "against the ungated control the unfetched call really ran"
+
+
+def test_read_only_hints_are_learned_from_definitions_when_the_listing_has_none(
+    stdio_reports: dict[str, Report], call_logs: Path
+) -> None:
+    report = stdio_reports["bare-listing"]
+    note = 'Tool invoked by the suite: add {"a":2,"b":3} (readOnlyHint=true in its fetched definition'
+    assert any(n.startswith(note) for n in report.notes), report.notes
+    ran = [json.loads(line)["tool"] for line in (call_logs / "stdio-bare-listing.jsonl").read_text().splitlines()]
+    assert ran and set(ran) == {"add"}
 
 
 def test_a_server_without_the_extension_gets_a_plain_explanation(stdio_reports: dict[str, Report]) -> None:

@@ -65,6 +65,8 @@ def test_reference_server_passes_over_stdio_in_both_eras(reference_reports: dict
     assert report.exit_code == 0, render(report)
     assert not [r for r in report.results if r.status in (Status.FAILURE, Status.SKIPPED)], render(report)
     assert [(e.era, e.negotiated) for e in report.eras] == [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")]
+    # The listing carries no annotations (I-5): the read-only probe comes from the fetched definitions.
+    assert any("(readOnlyHint=true in its fetched definition" in n for n in report.notes), report.notes
 
 
 def test_simulated_catalog_passes_with_an_explicit_tool(reference_reports: dict[str, Report]) -> None:

@@ -15,7 +15,7 @@ from mcp.server.mcpserver import MCPServer
 
 from mcp_pd._extension import ProgressiveDisclosure
 
-from ._simulate import build_simulated_server
+from ._simulate import SimulatedListing, build_simulated_server
 
 __all__ = ["DEFAULT_DESCRIPTIONS", "build_reference_server", "build_simulated_server", "serve_simulation"]
 
@@ -58,5 +58,9 @@ def build_reference_server(
 def serve_simulation(descriptions: str | Path, **options: Any) -> tuple[Server[Any], ProgressiveDisclosure]:
     """A simulated server for every definition in `descriptions`, with the extension installed."""
     pd = ProgressiveDisclosure(descriptions, **options)
-    server = build_simulated_server(pd.store)
-    return server, pd.install(server)
+    listing = SimulatedListing(pd.store)
+    server = build_simulated_server(pd.store, listing=listing)
+    pd.install(server)
+    # Merged now from the very objects tools/list will return, so even the first listing finds every entry current.
+    pd.catalog.update(listing().tools, complete=True)
+    return server, pd
