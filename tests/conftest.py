@@ -1,4 +1,14 @@
 import pytest
+from pdtest import CATALOGS
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Said once, up front, instead of as a dozen unrelated failures (the catalogs are not vendored).
+    if not (CATALOGS / "github-mcp-server").is_dir():
+        raise pytest.UsageError(
+            f"the tests need the shared tool catalogs at {CATALOGS}: put shared/catalogs beside the checkout "
+            "or set MCP_PD_CATALOGS=/path/to/catalogs"
+        )
 
 
 @pytest.fixture

@@ -17,7 +17,9 @@ import uvicorn
 from mcp import StdioServerParameters
 
 ROOT = Path(__file__).resolve().parents[1]
-CATALOGS = ROOT.parent / "shared" / "catalogs"
+# The 322 real definitions the scale, simulation and ledger tests use: ../shared/catalogs beside the
+# checkout, or MCP_PD_CATALOGS (tests/conftest.py stops the run up front when neither exists).
+CATALOGS = Path(os.environ.get("MCP_PD_CATALOGS") or ROOT.parent / "shared" / "catalogs")
 
 
 def free_port() -> int:

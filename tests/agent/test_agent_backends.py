@@ -10,15 +10,13 @@ import json
 import subprocess
 import sys
 
+import anthropic
+import openai
 import pytest
 from agent.pdagent_fixtures import RecordedAPI, load_recording, tool_results
 from mcp_pd_agent import TASKS, ServerSpec, check_run, connect, create_backend, resolve_backend_name, run_agent
 from mcp_pd_agent._backends.anthropic import AnthropicBackend
 from mcp_pd_agent._backends.openai import OpenAIBackend
-
-# The SDKs are optional extras of the package (imported lazily by it); the project's dev extras install them.
-anthropic = pytest.importorskip("anthropic")
-openai = pytest.importorskip("openai")
 
 TASK = {t.key: t for t in TASKS}
 

@@ -27,10 +27,7 @@ from mcp_pd_agent import (
     system_prompt,
     system_prompt_guidance,
 )
-
-pytest.importorskip("bpe_openai")  # token counts (an optional extra; the project's dev extras install it)
-
-CATALOGS = Path(__file__).resolve().parents[3] / "shared" / "catalogs"
+from pdtest import CATALOGS
 
 
 def test_token_counts_are_offline_and_match_known_values():
@@ -153,7 +150,6 @@ def test_demo_cli_lists_tasks_and_rejects_unknown_ones(capsys):
         main(["--task", "nope", "--no-ledger"])
 
 
-@pytest.mark.skipif(not CATALOGS.is_dir(), reason="needs ../shared/catalogs beside the checkout")
 def test_demo_cli_builds_the_combined_catalog_ledger(tmp_path, capsys):
     report = tmp_path / "demo.json"
     argv = ["--task", "percent", "--no-ledger", "--ledger-catalog", str(CATALOGS), "--json", str(report), "--quiet"]

@@ -14,12 +14,12 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp_pd_conformance import ERAS, Options, Report, Target, run_suite
-from pdtest import http_command
+from pdtest import CATALOGS, http_command
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CONTROLS = HERE / "pdconf_controls.py"
-MEMORY_CATALOG = ROOT.parent / "shared" / "catalogs" / "mcp-server-memory"
+MEMORY_CATALOG = CATALOGS / "mcp-server-memory"
 STDIO_CONTROLS = (
     "good",
     "full-schemas",
