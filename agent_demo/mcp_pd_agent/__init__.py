@@ -11,7 +11,18 @@ from ._backends import BACKENDS, PlannerBackend, create_backend, resolve_backend
 from ._catalog import MergedCatalog, merge_catalogs
 from ._cli import TaskResult, eager_definitions, main, run_tasks
 from ._connection import ProgressiveServer, Reply, ServerSpec, connect
-from ._ledger import ENCODINGS, Ledger, LedgerRow, TokenCounter, build_ledger, render_svg, render_table
+from ._ledger import (
+    ENCODINGS,
+    Ledger,
+    LedgerRow,
+    TokenCounter,
+    build_ledger,
+    render_markdown,
+    render_summary_markdown,
+    render_svg,
+    render_table,
+    update_markdown,
+)
 from ._loop import (
     AssistantTurn,
     Backend,
@@ -66,6 +77,8 @@ __all__ = [
     "eager_definitions",
     "main",
     "merge_catalogs",
+    "render_markdown",
+    "render_summary_markdown",
     "render_svg",
     "render_table",
     "resolve_backend_name",
@@ -73,4 +86,5 @@ __all__ = [
     "run_tasks",
     "system_prompt",
     "system_prompt_guidance",
+    "update_markdown",
 ]

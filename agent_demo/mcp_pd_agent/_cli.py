@@ -17,7 +17,7 @@ import anyio
 from ._backends import BACKENDS, create_backend, resolve_backend_name
 from ._catalog import merge_catalogs
 from ._connection import ServerSpec, connect
-from ._ledger import Ledger, TokenCounter, build_ledger, render_svg, render_table
+from ._ledger import Ledger, TokenCounter, build_ledger, render_svg, render_table, update_markdown
 from ._loop import DEFAULT_MAX_TURNS, Backend, Run, Step, describe_step, run_agent
 from ._tasks import CATALOG_TASKS, TASKS, Task, check_run
 
@@ -151,6 +151,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--svg", type=Path, metavar="PATH", help="write the ledger chart as SVG")
     p.add_argument("--json", type=Path, metavar="PATH", help="write runs and ledgers as JSON")
+    p.add_argument(
+        "--markdown",
+        type=Path,
+        action="append",
+        metavar="PATH",
+        help="rewrite the generated ledger blocks of this markdown file (repeatable), e.g. README.md",
+    )
     p.add_argument("--quiet", action="store_true", help="print only verdicts and ledgers")
     return p
 
@@ -189,7 +196,17 @@ class _Quiet:
         self.out.flush()
 
 
+def _check_markdown(paths: Sequence[Path]) -> None:
+    """Fail before minutes of tasks, not after, when a --markdown file cannot take the ledger."""
+    for path in paths:
+        try:
+            update_markdown(path.read_text(encoding="utf-8"), [])
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"mcp-pd demo: --markdown {path}: {exc}") from None
+
+
 async def _demo(args: argparse.Namespace, out: TextIO) -> int:
+    _check_markdown(args.markdown or ())
     name = resolve_backend_name(args.backend)
     model = args.model or os.environ.get(ENV_MODEL)
     shared: Backend | None = None
@@ -253,6 +270,9 @@ async def _demo(args: argparse.Namespace, out: TextIO) -> int:
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"json: {args.json}", file=out)
+    for path in args.markdown or ():
+        path.write_text(update_markdown(path.read_text(encoding="utf-8"), ledgers), encoding="utf-8")
+        print(f"markdown: {path}", file=out)
     return 0 if passed == len(results) else 1
 
 

@@ -22,7 +22,18 @@ from typing import Any, Final
 from ._loop import Run
 from ._prompt import BASE_PROMPT
 
-__all__ = ["ENCODINGS", "Ledger", "LedgerRow", "TokenCounter", "build_ledger", "render_svg", "render_table"]
+__all__ = [
+    "ENCODINGS",
+    "Ledger",
+    "LedgerRow",
+    "TokenCounter",
+    "build_ledger",
+    "render_markdown",
+    "render_summary_markdown",
+    "render_svg",
+    "render_table",
+    "update_markdown",
+]
 
 ENCODINGS: Final = ("o200k_base", "cl100k_base")
 _CHUNK: Final = 200_000  # characters per encode call (bpe-openai caps one call at 1M chars / 200k tokens)
@@ -139,6 +150,18 @@ class Ledger:
             "note": self.note,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Ledger:
+        """The ledger `as_json` wrote (e.g. in `mcp-pd demo --json`)."""
+        rows = [
+            LedgerRow(
+                r["task"], r["label"], r["fetched"], r["errors"], r["eager"], r["progressive"], r["progressive_parts"]
+            )
+            for r in data["rows"]
+        ]
+        parts, plain = data["eager_parts"], data["plain_tools_list"]
+        return cls(data["title"], data["tools"], data["units"], rows, parts, plain, data.get("note"))
+
 
 def build_ledger(
     title: str,
@@ -222,6 +245,86 @@ def render_table(ledger: Ledger) -> str:
     if ledger.note:
         lines.append(f"note: {ledger.note}")
     return "\n".join(lines)
+
+
+# -- markdown (README blocks) ----------------------------------------------------------------------------
+
+_BLOCK_END: Final = "<!-- END GENERATED -->"
+_BLOCKS: Final = ("ledger summary", "ledger tables")
+
+
+def _short(unit: str) -> str:
+    return unit.replace("_base", "")
+
+
+def render_markdown(ledger: Ledger) -> str:
+    """The per-task ledger as a markdown table, with its totals row."""
+    head = "| task | fetched (+ errors seen) |"
+    rule = "|---|---|"
+    for unit in ledger.units:
+        head += f" eager {_short(unit)} | progressive {_short(unit)} | saved |"
+        rule += "---:|---:|---:|"
+    lines = [head, rule]
+    for row in ledger.rows:
+        fetched = ", ".join(row.fetched) or "-"
+        if row.errors:
+            fetched += " (+" + ", ".join(dict.fromkeys(row.errors)) + ")"
+        line = f"| `{row.key}` | {fetched} |"
+        for unit in ledger.units:
+            line += f" {row.eager.get(unit, 0):,} | {row.progressive.get(unit, 0):,} | {row.saved(unit):.1%} |"
+        lines.append(line)
+    eager, progressive = ledger.total("eager"), ledger.total("progressive")
+    total = f"| **total** | {len(ledger.rows)} tasks |"
+    for unit in ledger.units:
+        total += f" **{eager.get(unit, 0):,}** | **{progressive.get(unit, 0):,}** | **{ledger.saved(unit):.1%}** |"
+    lines.append(total)
+    return "\n".join(lines)
+
+
+def render_summary_markdown(ledgers: Sequence[Ledger]) -> str:
+    """One row per ledger: tools, tasks, total context eager vs progressive, saved."""
+    units = ledgers[0].units if ledgers else list(ENCODINGS)
+    head = "| server | tools | tasks |"
+    rule = "|---|---:|---:|"
+    for unit in units:
+        head += f" eager {_short(unit)} | progressive {_short(unit)} | saved |"
+        rule += "---:|---:|---:|"
+    lines = [head, rule]
+    for ledger in ledgers:
+        eager, progressive = ledger.total("eager"), ledger.total("progressive")
+        line = f"| {ledger.title} | {ledger.tools} | {len(ledger.rows)} |"
+        for unit in units:
+            line += f" {eager.get(unit, 0):,} | {progressive.get(unit, 0):,} | **{ledger.saved(unit):.1%}** |"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def update_markdown(text: str, ledgers: Sequence[Ledger]) -> str:
+    """`text` with its generated ledger blocks rewritten; raises ValueError when it has none.
+
+    Blocks run from `<!-- BEGIN GENERATED: ledger summary -->` (or `ledger tables`) to `<!-- END GENERATED -->`.
+    """
+    bodies = {
+        "ledger summary": render_summary_markdown(ledgers),
+        "ledger tables": "\n\n".join(
+            f"**{ledger.title}**: {ledger.tools} tools, {len(ledger.rows)} tasks.\n\n{render_markdown(ledger)}"
+            for ledger in ledgers
+        ),
+    }
+    found = False
+    for name in _BLOCKS:
+        begin = f"<!-- BEGIN GENERATED: {name} -->"
+        start = text.find(begin)
+        if start < 0:
+            continue
+        end = text.find(_BLOCK_END, start)
+        if end < 0:
+            raise ValueError(f"'{begin}' has no '{_BLOCK_END}' after it")
+        found = True
+        text = text[: start + len(begin)] + "\n" + bodies[name] + "\n" + text[end:]
+    if not found:
+        raise ValueError("no '<!-- BEGIN GENERATED: ledger summary|ledger tables -->' block to rewrite")
+    return text
 
 
 # -- SVG chart (hand-written, no plotting dependency) ----------------------------------------------------

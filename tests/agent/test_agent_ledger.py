@@ -26,6 +26,7 @@ from mcp_pd_agent import (
     run_agent,
     system_prompt,
     system_prompt_guidance,
+    update_markdown,
 )
 from pdtest import CATALOGS
 
@@ -160,3 +161,23 @@ def test_demo_cli_builds_the_combined_catalog_ledger(tmp_path, capsys):
     assert all(r["passed"] for r in data["catalog_runs"])
     for row in catalog["rows"]:
         assert 0 < row["progressive"]["o200k_base"] < row["eager"]["o200k_base"]
+
+
+def test_markdown_blocks_are_rewritten_in_place_and_bad_pages_are_refused(tmp_path):
+    ledger = build_ledger("tiny", {"add": {"name": "add", "inputSchema": {"type": "object"}}}, [])
+    page = "intro\n<!-- BEGIN GENERATED: ledger summary -->\nstale\n<!-- END GENERATED -->\noutro\n"
+    updated = update_markdown(page, [ledger])
+    assert updated.startswith("intro\n<!-- BEGIN GENERATED: ledger summary -->\n| server | tools | tasks |")
+    assert "stale" not in updated and updated.endswith("<!-- END GENERATED -->\noutro\n")
+    assert "| tiny | 1 | 0 |" in updated
+    assert update_markdown(updated, [ledger]) == updated
+    with pytest.raises(ValueError, match="no '<!-- BEGIN GENERATED"):
+        update_markdown("no blocks here", [ledger])
+    with pytest.raises(ValueError, match="has no '<!-- END GENERATED -->'"):
+        update_markdown("<!-- BEGIN GENERATED: ledger tables -->\n", [ledger])
+    # The CLI refuses a page without blocks before running any task.
+    bare = tmp_path / "bare.md"
+    bare.write_text("nothing to rewrite\n")
+    with pytest.raises(SystemExit, match=r"--markdown .*bare\.md"):
+        main(["--task", "percent", "--markdown", str(bare), "--quiet"])
+    assert bare.read_text() == "nothing to rewrite\n"
