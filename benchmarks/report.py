@@ -110,7 +110,7 @@ def context_section(d: dict[str, Any]) -> list[str]:
                 _f(t["floor_total"]),
                 _pct(t["floor_reduction"]),
                 _pct(t["share_of_possible_savings"]),
-                _pct(t["projections"]["without_annotations_and_meta"]["reduction"]),
+                _pct(t["projections"]["with_title_and_annotations"]["reduction"]),
                 _pct(t["task"]["ratio_median"]),
                 _pct(t["task"]["ratio_three_largest"]),
             ]
@@ -131,7 +131,7 @@ def context_section(d: dict[str, Any]) -> list[str]:
                 "floor (names alone)",
                 "floor saved",
                 "of possible savings",
-                "saved, projected without annotations/_meta",
+                "saved with `list_annotations=True`",
                 "task: list + 3 fetched (median) / eager",
                 "task, 3 largest / eager",
             ],
@@ -144,7 +144,8 @@ def context_section(d: dict[str, Any]) -> list[str]:
         f"{o200['progressive_list']:,}, the resource listing {o200['resource_listing']:,} and the instructions "
         f"{o200['instructions']:,}; only name/description/inputSchema (model view): "
         f"{_pct(o200['model_view']['reduction'])} saved. Entries with annotations in the minimal list: "
-        f"{combined['minimal_descriptions']['entries_with_annotations']} of {combined['tools']}; minimal "
+        f"{combined['minimal_descriptions']['entries_with_annotations']} of {combined['tools']} (they stay in the "
+        "fetched definition by default; spec/interpretations.md I-5); minimal "
         f"descriptions average {combined['minimal_descriptions']['mean_chars']} characters, none empty: "
         f"{combined['minimal_descriptions']['empty'] == 0}.",
     ]

@@ -86,6 +86,8 @@ def test_catalog_keeps_listed_models_and_sees_changed_ones(tmp_path: Path) -> No
     first = types.Tool.model_validate(code_tool("add"))
     catalog.update([first], complete=True)
     before = catalog.full("add")
+    before_text = catalog.full_text("add")
+    assert before_text is not None and json.loads(before_text) == before
     # An equal tool listed as a new object (as MCPServer does on every listing) keeps the merged entry.
     catalog.update([types.Tool.model_validate(code_tool("add"))], complete=True)
     assert catalog.full("add") is before
@@ -95,6 +97,7 @@ def test_catalog_keeps_listed_models_and_sees_changed_ones(tmp_path: Path) -> No
     assert full is not None and minimal is not None
     assert full["description"] == "Add two numbers. New wording."
     assert minimal["description"] == "Add two numbers."
+    assert catalog.full_text("add") == json.dumps(full, ensure_ascii=False) != before_text
     assert catalog.complete and catalog.names() == ["add"]
 
 

@@ -373,27 +373,28 @@ class ProgressiveDisclosure:
             document = missing_tool_selection(self.resource_uri)
             raise MCPError(types.INVALID_PARAMS, document["error"]["message"], document)
         await self._ensure_catalog(ctx, names)
-        body: dict[str, Any] = {}
-        granted: list[str] = []
+        # The body is `json.dumps({name: entry, ...})`, assembled from each definition's cached text.
+        parts: list[str] = []
+        versions: dict[str, str] = {}
         visible_names: list[str] | None = None
         for name in names:
             full = self.catalog.full(name) if self._visible(caller, name) else None
             if full is not None:
-                body[name] = full
-                granted.append(name)
+                parts.append(f"{json.dumps(name, ensure_ascii=False)}: {self.catalog.full_text(name)}")
+                versions[name] = full["version"]
                 continue
             if visible_names is None:
                 visible_names = sorted(n for n in self.catalog.names() if self._visible(caller, n))
-            body[name] = tool_not_found(name, _suggest(name, visible_names), len(visible_names))
-        if granted and caller.session is not None:
-            self.grants.grant(caller.session, granted)
-        versions = {name: body[name]["version"] for name in granted}
+            missing = tool_not_found(name, _suggest(name, visible_names), len(visible_names))
+            parts.append(f"{json.dumps(name, ensure_ascii=False)}: {json.dumps(missing, ensure_ascii=False)}")
+        if versions and caller.session is not None:
+            self.grants.grant(caller.session, versions)
         return types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(
                     uri=uri,
                     mime_type="application/json",
-                    text=json.dumps(body, ensure_ascii=False),
+                    text="{" + ", ".join(parts) + "}",
                     _meta={EXTENSION_ID: {"versions": versions}},
                 )
             ]

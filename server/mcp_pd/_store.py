@@ -209,6 +209,8 @@ class _CatalogEntry:
     definition: ToolDefinition
     minimal: dict[str, Any]
     full: dict[str, Any]
+    # `full` as JSON text, made on the first read: serializing a definition was most of a read's cost.
+    full_text: str | None = None
 
 
 @dataclass
@@ -279,6 +281,15 @@ class Catalog:
     def full(self, name: str) -> dict[str, Any] | None:
         entry = self._entry(name)
         return entry.full if entry else None
+
+    def full_text(self, name: str) -> str | None:
+        """`full(name)` as JSON text (`json.dumps(..., ensure_ascii=False)`), serialized once per version."""
+        entry = self._entry(name)
+        if entry is None:
+            return None
+        if entry.full_text is None:
+            entry.full_text = json.dumps(entry.full, ensure_ascii=False)
+        return entry.full_text
 
     def names(self) -> list[str]:
         return list(self._entries)
