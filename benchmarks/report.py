@@ -430,10 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     readme = PACKAGE_DIR / "README.md"
     current = readme.read_text(encoding="utf-8") if readme.exists() else SKELETON
     if BEGIN not in current or END not in current:
-        current = current.rstrip() + f"\n\n{BEGIN}\n{END}\n"
-    head, _, rest = current.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    readme.write_text(f"{head}{BEGIN}\n{text}{END}{tail}", encoding="utf-8")
+        readme.write_text(current.rstrip() + f"\n\n{BEGIN}\n{END}\n", encoding="utf-8")
+    _rewrite(readme, BEGIN, text)
     top = PACKAGE_DIR.parent / "README.md"
     if top.exists() and args.results == RESULTS_DIR:  # quick runs never touch the front page
         _rewrite(top, SUMMARY_BEGIN, summary(data))

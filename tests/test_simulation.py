@@ -5,10 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
+from mcp_pd.reference import serve_simulation
 from pdtest import CATALOGS, serve_params
+from pdtest_servers import ADD_DEFINITION, write_definitions
 
 pytestmark = pytest.mark.anyio
 URI = "resource:///tool_descriptions"
@@ -51,3 +56,27 @@ def test_simulate_needs_a_directory() -> None:
     )
     assert proc.returncode != 0
     assert "--simulate needs --descriptions DIR" in proc.stderr
+
+
+@pytest.mark.req("PD-7.2-02", "PD-4.4-04")
+async def test_a_read_after_an_edit_serves_the_new_schema_before_any_relisting(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    definition = {**ADD_DEFINITION, "name": "adder"}
+    write_definitions(tmp_path, definition)
+    server, _ = serve_simulation(tmp_path)
+
+    async def read(client: Client) -> dict[str, Any]:
+        content = (await client.read_resource(f"{URI}?tools=adder")).contents[0]
+        entry: dict[str, Any] = json.loads(content.text)["adder"]  # type: ignore[union-attr]
+        return entry
+
+    async with Client(server, mode="legacy", cache=None) as client:
+        assert set((await read(client))["inputSchema"]["properties"]) == {"a", "b"}
+        renamed = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+        write_definitions(tmp_path, {**definition, "inputSchema": renamed})
+        with anyio.fail_after(5):
+            while (await read(client))["inputSchema"] != renamed:
+                await anyio.sleep(0.02)
+        assert (await client.call_tool("adder", {"x": 1})).is_error is False
+    assert "differ from the registered tool" not in caplog.text

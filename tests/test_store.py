@@ -98,6 +98,10 @@ def test_catalog_keeps_listed_models_and_sees_changed_ones(tmp_path: Path) -> No
     assert full["description"] == "Add two numbers. New wording."
     assert minimal["description"] == "Add two numbers."
     assert catalog.full_text("add") == json.dumps(full, ensure_ascii=False) != before_text
+    # A server that changes the model it listed and lists that same object again is seen too.
+    changed.description = "Add two integers exactly. Changed in place."
+    catalog.update([changed], complete=True)
+    assert (catalog.minimal("add") or {})["description"] == "Add two integers exactly."
     assert catalog.complete and catalog.names() == ["add"]
 
 

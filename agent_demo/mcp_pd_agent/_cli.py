@@ -196,8 +196,14 @@ class _Quiet:
         self.out.flush()
 
 
-def _check_markdown(paths: Sequence[Path]) -> None:
-    """Fail before minutes of tasks, not after, when a --markdown file cannot take the ledger."""
+def _check_markdown(args: argparse.Namespace) -> None:
+    """Fail before minutes of tasks, not after, when --markdown would publish a partial or foreign ledger."""
+    paths: Sequence[Path] = args.markdown or ()
+    if paths and (args.no_ledger or args.ledger_catalog is None or args.task or args.prompt or args.stdio or args.url):
+        raise SystemExit(
+            "mcp-pd demo: --markdown publishes the documented ledger: run the whole task set against the reference "
+            "server with its ledger and --ledger-catalog (no --task, --prompt, --stdio, --url or --no-ledger)"
+        )
     for path in paths:
         try:
             update_markdown(path.read_text(encoding="utf-8"), [])
@@ -206,7 +212,7 @@ def _check_markdown(paths: Sequence[Path]) -> None:
 
 
 async def _demo(args: argparse.Namespace, out: TextIO) -> int:
-    _check_markdown(args.markdown or ())
+    _check_markdown(args)
     name = resolve_backend_name(args.backend)
     model = args.model or os.environ.get(ENV_MODEL)
     shared: Backend | None = None
@@ -271,6 +277,9 @@ async def _demo(args: argparse.Namespace, out: TextIO) -> int:
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"json: {args.json}", file=out)
     for path in args.markdown or ():
+        if passed != len(results):
+            print(f"markdown: {path} left as it was (not every task passed)", file=out)
+            continue
         path.write_text(update_markdown(path.read_text(encoding="utf-8"), ledgers), encoding="utf-8")
         print(f"markdown: {path}", file=out)
     return 0 if passed == len(results) else 1

@@ -83,6 +83,7 @@ class Discovery:
     probe_source: str = ""
     # Annotations read from fetched definitions, when the listing had none (see _sessions.learn_hints).
     hints: dict[str, dict[str, Any]] = field(default_factory=dict)
+    hints_problem: str = ""
     # The tool the suite may call after fetching it, with arguments learned from its description.
     safe: SafeTool | None = None
     safe_reason: str = "no tool was chosen"

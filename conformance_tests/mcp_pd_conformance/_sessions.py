@@ -47,6 +47,7 @@ _ERA_SCENARIOS = ("authorization", "isolation", "session-end")
 
 # -- which tool ---------------------------------------------------------------------------------------
 _HINT_BATCH = 10
+_HINT_READS = 5
 
 
 def _read_only(annotations: object) -> bool:
@@ -56,22 +57,34 @@ def _read_only(annotations: object) -> bool:
 async def learn_hints(peer: Peer, disc: Discovery) -> None:
     """Fill `disc.hints` from the definitions when the listing carries no annotations at all.
 
-    Reads in small batches, in listing order, and stops at the first read-only tool. Runs in the
-    discovery session: on a server whose grants leak between sessions the later unfetched-call
-    probe of that tool is then let through, which the suite reports as a gate failure (PD-5.1-02).
+    Reads in listing order, stops at the first read-only tool, and spends at most `_HINT_READS` reads
+    (a rate-limited server must keep its budget for the checks). A refused batch is retried one name
+    at a time, for servers that allow fewer names per read. Runs in the discovery session: on a server
+    whose grants leak between sessions the later unfetched-call probe of that tool is then let through,
+    which the suite reports as a gate failure (PD-5.1-02) besides the isolation failure.
     """
     if disc.base is None or any(isinstance(t.get("annotations"), dict) for t in disc.tools):
         return
-    names = disc.names
-    for start in range(0, len(names), _HINT_BATCH):
-        batch = names[start : start + _HINT_BATCH]
-        body = read_body(await peer.read(selection_uri(disc.base, *batch))).mapping or {}
+    pending, size, reads = list(disc.names), _HINT_BATCH, 0
+    while pending and reads < _HINT_READS:
+        batch, reads = pending[:size], reads + 1
+        body = read_body(await peer.read(selection_uri(disc.base, *batch)))
+        if body.mapping is None:
+            if size == 1:
+                disc.hints_problem = f"a read of {batch[0]}'s definition failed ({body.problem})"
+                return
+            size = 1  # perhaps fewer names per read are allowed
+            continue
+        pending = pending[len(batch) :]
         for name in batch:
-            entry = body.get(name)
+            entry = body.mapping.get(name)
             if isinstance(entry, dict) and isinstance(entry.get("annotations"), dict):
                 disc.hints[name] = entry["annotations"]
         if any(_read_only(disc.hints.get(name)) for name in batch):
             return
+    if pending:
+        read = len(disc.names) - len(pending)
+        disc.hints_problem = f"the suite read the definitions of the first {read} tools only ({_HINT_READS} reads)"
 
 
 def pick_probe(disc: Discovery, call_tool: str | None, call_args: dict[str, Any] | None) -> None:
@@ -92,8 +105,9 @@ def pick_probe(disc: Discovery, call_tool: str | None, call_args: dict[str, Any]
     elif fetched:
         disc.probe, disc.probe_source = fetched[0], "readOnlyHint=true in its fetched definition"
     else:
+        where = "in tools/list" + (f" or in the definitions read ({disc.hints_problem})" if disc.hints_problem else "")
         disc.safe_reason = (
-            "no tool is annotated readOnlyHint=true, so the suite will not invoke any tool; "
+            f"no tool is annotated readOnlyHint=true {where}, so the suite will not invoke any tool; "
             "pass --call-tool NAME --args JSON to name one that is safe to call"
         )
 
@@ -174,13 +188,25 @@ async def open_era(
     outcome = classify_call(exchange)
     version = held.peer.protocol_version
     name = disc.probe
-    sent = "before any session fetched anything" + ("" if disc.probe_arguments else ", with no arguments")
+    before = (
+        "before any era session fetched anything; only the discovery session read its definition, for its hints"
+        if disc.probe in disc.hints
+        else "before any session fetched anything"
+    )
+    sent = before + ("" if disc.probe_arguments else ", with no arguments")
     expected = f"an isError result with structuredContent {{error: {{code: {TOOL_DESCRIPTION_REQUIRED}, ...}}}}"
     check = "authorization/unfetched-call-refused"
     if outcome.kind == "ok":
+        why = ""
+        if disc.probe in disc.hints:
+            why = (
+                "; since the discovery session read its definition, either calls are not gated or grants leak "
+                "between sessions (PD-5.1-04): re-run with --call-tool NAME --args JSON naming a read-only tool "
+                "to tell them apart"
+            )
         rec.fail(
             check,
-            f"{name} ran although no session had fetched it ({sent})",
+            f"{name} ran although this session had not fetched it ({sent}){why}",
             expected=expected,
             exchange=exchange,
             era=era,
@@ -282,7 +308,7 @@ async def finish_era(
         if not await _fetch_then_call(a.peer, rec, base, safe, session):
             return
         if session.gate is None:
-            reason = "the server does not gate calls at all (see authorization/unfetched-call-refused)"
+            reason = "the unfetched call was not refused (see authorization/unfetched-call-refused)"
             rec.skip_scenario("isolation", reason, era=era)
             rec.skip_scenario("session-end", reason, era=era)
             return

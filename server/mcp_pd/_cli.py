@@ -74,10 +74,7 @@ async def _preflight(server: Any, pd: Any) -> list[str]:
 
     if isinstance(server, MCPServer):
         pd.catalog.update(await server.list_tools(), complete=True)
-    elif not pd.catalog.complete:  # serve_simulation merges its catalog itself
-        definitions = [pd.store.get(n) for n in sorted(pd.store.names())]
-        tools = [{"name": d.name, "description": d.description, "inputSchema": d.input_schema} for d in definitions]
-        pd.catalog.update(tools, complete=True)
+    # A simulated server's catalog is merged by serve_simulation itself.
     lines = [f"{len(pd.catalog)} tools, {len(pd.store)} JSON definitions"]
     lines += [f"problem: {p}" for p in pd.store.problems]
     lines += [f"orphan: {n}.json describes a tool this server does not have (not served)" for n in pd.catalog.orphans()]

@@ -45,7 +45,7 @@ from ._model import (
 )
 from ._policy import Caller, FetchRateLimiter, RateLimit, ToolPermission
 from ._sessions import SessionKeyHook, SessionlessPolicy, SessionPolicy, SessionResolver, is_http
-from ._store import Catalog, DescriptionStore, ListedTool
+from ._store import Catalog, DescriptionStore, ListedTool, listed_name
 from ._uri import SelectionError, is_descriptions_uri, parse_selection
 
 __all__ = ["EXTENSION_ID", "ProgressiveDisclosure"]
@@ -255,8 +255,8 @@ class ProgressiveDisclosure:
         self.catalog.update(tools, complete=params.cursor is None and not page.get("nextCursor"))
         minimal: list[dict[str, Any]] = []
         for tool in tools:
-            name = tool.name if isinstance(tool, types.Tool) else tool.get("name")
-            if isinstance(name, str) and self._visible(caller, name):
+            name = listed_name(tool)
+            if name is not None and self._visible(caller, name):
                 entry = self.catalog.minimal(name)
                 if entry is not None:
                     minimal.append(entry)
@@ -388,7 +388,7 @@ class ProgressiveDisclosure:
             missing = tool_not_found(name, _suggest(name, visible_names), len(visible_names))
             parts.append(f"{json.dumps(name, ensure_ascii=False)}: {json.dumps(missing, ensure_ascii=False)}")
         if versions and caller.session is not None:
-            self.grants.grant(caller.session, versions)
+            self.grants.grant(caller.session, list(versions))
         return types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(

@@ -38,17 +38,22 @@ class MemoryGrantStore:
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
         # Tuples, not sets: a session holds a few tools, `in` on a short tuple is as quick, and a
-        # tuple is a third of a set's size (100k sessions: benchmarks/README.md). Sessions that
-        # fetch many tools switch to a frozenset so lookups stay O(1).
-        self._sessions: TTLCache[str, tuple[str, ...] | frozenset[str]] = TTLCache(
+        # tuple is a third of a set's size (100k sessions: benchmarks/README.md). A session that
+        # fetches many tools gets a set, updated in place, so lookups and grants stay O(1).
+        self._sessions: TTLCache[str, tuple[str, ...] | set[str]] = TTLCache(
             maxsize=max_sessions, ttl=idle_timeout, timer=timer
         )
 
     def grant(self, session: str, names: Iterable[str]) -> None:
         # Sys-interned names keep 100k sessions of the same tools cheap.
-        merged = dict.fromkeys((*self._sessions.get(session, ()), *map(sys.intern, names)))
-        # Re-set even when nothing is new: it slides the idle timeout.
-        self._sessions[session] = tuple(merged) if len(merged) <= _TUPLE_LIMIT else frozenset(merged)
+        names = map(sys.intern, names)
+        held = self._sessions.get(session, ())
+        if isinstance(held, set):
+            held.update(names)
+        else:
+            merged = dict.fromkeys((*held, *names))
+            held = tuple(merged) if len(merged) <= _TUPLE_LIMIT else set(merged)
+        self._sessions[session] = held  # re-set even when nothing is new: it slides the idle timeout
 
     def allowed(self, session: str, name: str) -> bool:
         granted = self._sessions.get(session)

@@ -85,19 +85,20 @@ class ToolDefinition(BaseModel):
         """The minimal description: the hand-written one, else the first sentence of the full one."""
         return self.minimal_description or first_sentence(self.description)
 
-    def minimal_entry(self, *, annotations: bool = False) -> dict[str, Any]:
+    def minimal_entry(self, *, list_annotations: bool = False) -> dict[str, Any]:
         """The `tools/list` entry of spec 3.1: enough to choose the tool, nothing about its parameters.
 
-        `title` and `annotations` stay in the full definition unless `annotations` is true: they cost
-        about 7% of a real catalog's listing and a host that does not see them assumes the safe
-        defaults (not read-only, destructive, open-world; spec/interpretations.md I-5).
+        `title` and `annotations` stay in the full definition unless `list_annotations` is true: on the
+        322 real catalog tools they are a third of the minimal listing (6.4 points of the savings), and a
+        host that does not see them assumes the safe defaults (not read-only, destructive, open-world;
+        spec/interpretations.md I-5).
         """
         entry: dict[str, Any] = {"name": self.name}
-        if annotations and self.title:
+        if list_annotations and self.title:
             entry["title"] = self.title
         entry["description"] = self.summary()
         entry["inputSchema"] = dict(MINIMAL_INPUT_SCHEMA)
-        if annotations and self.annotations:
+        if list_annotations and self.annotations:
             entry["annotations"] = self.annotations
         if self.execution:
             # How to call the tool (e.g. task support), not what to pass: clients need it to call at all.

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from ._model import ToolDefinition, first_sentence
 
-__all__ = ["Catalog", "DescriptionStore", "ListedTool", "Problem"]
+__all__ = ["Catalog", "DescriptionStore", "ListedTool", "Problem", "listed_name"]
 
 logger = logging.getLogger("mcp_pd.store")
 
@@ -156,9 +156,9 @@ class DescriptionStore:
         self._problems[problem.source] = problem
 
     # -- watching --------------------------------------------------------------------------------
-    def add_listener(self, listener: ChangeListener) -> None:
-        """Call `listener(changed_names)` after every reload that changed something."""
-        self._listeners.append(listener)
+    def add_listener(self, listener: ChangeListener, *, first: bool = False) -> None:
+        """Call `listener(changed_names)` after every reload that changed something (`first`: before the others)."""
+        self._listeners.insert(0 if first else len(self._listeners), listener)
 
     async def watch(self, *, debounce_ms: int = 50, stop_event: anyio.Event | None = None) -> None:
         """Reload files as they change until cancelled (or `stop_event` is set)."""
@@ -188,7 +188,8 @@ class DescriptionStore:
 ListedTool = types.Tool | Mapping[str, Any]
 
 
-def _listed_name(tool: ListedTool) -> str | None:
+def listed_name(tool: ListedTool) -> str | None:
+    """The name of a listed tool, or None when it has none."""
     name = tool.name if isinstance(tool, types.Tool) else tool.get("name")
     return name if isinstance(name, str) else None
 
@@ -201,9 +202,9 @@ def _wire(tool: ListedTool) -> dict[str, Any]:
 
 @dataclass(slots=True)
 class _CatalogEntry:
-    # Kept as listed, not as a dumped copy: re-listing compares against it cheaply (identity, then
-    # `==` over shared schema dicts) and nothing is held twice. A server signals a change to a tool
-    # by listing a new or unequal object, as MCPServer does; mutating a listed model in place is not seen.
+    # A shallow copy of the listed tool, not a dumped one: re-listing compares against it cheaply (`==`
+    # over the shared schema dicts) and nothing is held twice. Reassigning a field of a listed model is
+    # seen; mutating a nested dict in place (e.g. a schema's properties) is not: list a new dict instead.
     source: ListedTool
     file_generation: int
     definition: ToolDefinition
@@ -233,19 +234,16 @@ class Catalog:
         seen: set[str] = set()
         generation = self.store.generation
         for tool in tools:
-            name = _listed_name(tool)
+            name = listed_name(tool)
             if name is None:
                 continue
             seen.add(name)
             entry = self._entries.get(name)
-            if (
-                entry is not None
-                and entry.file_generation == generation
-                and (entry.source is tool or entry.source == tool)
-            ):
+            if entry is not None and entry.file_generation == generation and entry.source == tool:
                 continue
-            # Dicts are copied: the caller may reuse its own.
-            self._entries[name] = self._build(tool if isinstance(tool, types.Tool) else dict(tool), generation)
+            # Copied: the server may change and re-list the very object it listed before.
+            source = tool.model_copy() if isinstance(tool, types.Tool) else dict(tool)
+            self._entries[name] = self._build(source, generation)
         if complete:
             for gone in set(self._entries) - seen:
                 del self._entries[gone]
@@ -259,7 +257,7 @@ class Catalog:
             source,
             generation,
             definition,
-            definition.minimal_entry(annotations=self.list_annotations),
+            definition.minimal_entry(list_annotations=self.list_annotations),
             definition.full_entry(),
         )
 

@@ -175,9 +175,11 @@ def test_markdown_blocks_are_rewritten_in_place_and_bad_pages_are_refused(tmp_pa
         update_markdown("no blocks here", [ledger])
     with pytest.raises(ValueError, match="has no '<!-- END GENERATED -->'"):
         update_markdown("<!-- BEGIN GENERATED: ledger tables -->\n", [ledger])
-    # The CLI refuses a page without blocks before running any task.
+    # The CLI refuses, before running any task, a page without blocks and a partial run.
     bare = tmp_path / "bare.md"
     bare.write_text("nothing to rewrite\n")
-    with pytest.raises(SystemExit, match=r"--markdown .*bare\.md"):
-        main(["--task", "percent", "--markdown", str(bare), "--quiet"])
+    with pytest.raises(SystemExit, match=r"--markdown .*bare\.md: no '<!-- BEGIN GENERATED"):
+        main(["--ledger-catalog", str(CATALOGS), "--markdown", str(bare), "--quiet"])
+    with pytest.raises(SystemExit, match="run the whole task set"):
+        main(["--task", "percent", "--ledger-catalog", str(CATALOGS), "--markdown", str(bare), "--quiet"])
     assert bare.read_text() == "nothing to rewrite\n"

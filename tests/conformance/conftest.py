@@ -37,7 +37,7 @@ STDIO_CONTROLS = (
     "bare-listing",
     "plain",
 )
-HTTP_CONTROLS = ("good", "global-grants", "forgetful", "ungated")
+HTTP_CONTROLS = ("good", "global-grants", "bare-global-grants", "forgetful", "ungated")
 SESSION_CONTROLS = frozenset({"good", "bare-listing", "ungated", "wrong-error-code", "jsonrpc-refusal", "forgetful"})
 
 
@@ -111,6 +111,13 @@ def http_reports(call_logs: Path) -> dict[str, Report]:
             log = str(call_logs / f"http-{defect}.jsonl")
             url = stack.enter_context(http_server(control_argv(defect, "--call-log", log, "--http")))
             jobs[defect] = _job(Options(Target(url=url), eras=ERAS))
+            if defect == "bare-global-grants":
+                # Named explicitly, the probe is never read before the era sessions: the leak shows as a leak.
+                # Its own server process: the grants of this control are global.
+                log = str(call_logs / f"http-{defect}-named.jsonl")
+                url = stack.enter_context(http_server(control_argv(defect, "--call-log", log, "--http")))
+                named = Options(Target(url=url), eras=ERAS, call_tool="add", call_args={"a": 2, "b": 3})
+                jobs[f"{defect} --call-tool"] = _job(named)
         url = stack.enter_context(http_server(reference_argv("--transport", "http", "--port")))
         jobs["reference"] = _job(Options(Target(url=url), eras=ERAS))
         return run_many(jobs)

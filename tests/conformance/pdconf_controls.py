@@ -44,6 +44,7 @@ DEFECTS = {
     "forgetful": "a fetch authorizes a single call only (violates PD-5.1-03)",
     "no-unknown-entry": "unknown names are silently dropped from reads (violates SHOULD PD-6.3-01)",
     "bare-listing": "tools/list carries no annotations, only the definitions do (allowed: a correct server)",
+    "bare-global-grants": "global-grants with bare-listing: the suite must learn hints without hiding the leak",
     "plain": "a plain MCP server without the extension at all",
 }
 
@@ -113,7 +114,7 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
     uses: dict[tuple[str, str], int] = {}
 
     def session_key(ctx: ServerRequestContext[Any, Any]) -> str | None:
-        if defect == "global-grants":
+        if defect in ("global-grants", "bare-global-grants"):
             return "everyone"
         if ctx.request is None:
             return "stdio"  # one stdio process serves exactly one client
@@ -130,7 +131,7 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
                     description=full["description"] if defect == "plain" else SUMMARY[name],
                     input_schema=full["inputSchema"] if extended else {"type": "object", "additionalProperties": True},
                     annotations=None
-                    if defect == "bare-listing"
+                    if defect in ("bare-listing", "bare-global-grants")
                     else types.ToolAnnotations.model_validate(full["annotations"]),
                 )
             )

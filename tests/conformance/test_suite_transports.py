@@ -28,6 +28,22 @@ def test_shared_grants_fail_isolation_over_http(http_reports: dict[str, Report])
     assert report.exit_code == 1
 
 
+@pytest.mark.req("PD-5.1-04", "PD-5.1-02")
+def test_shared_grants_are_not_hidden_when_hints_come_from_the_definitions(http_reports: dict[str, Report]) -> None:
+    """Hints read in the discovery session let a leaky server's probe through: a failure that names both causes
+    and the way to tell them apart; with --call-tool the same server fails exactly on isolation."""
+    report = http_reports["bare-global-grants"]
+    assert _failed(report) == {"PD-5.1-02", "PD-2-03"}, render(report)
+    refused = next(r for r in report.results if r.key == "authorization/unfetched-call-refused[legacy]")
+    assert "grants leak between sessions (PD-5.1-04)" in refused.message and "--call-tool" in refused.message
+    named = http_reports["bare-global-grants --call-tool"]
+    assert "PD-5.1-04" in _failed(named), render(named)
+    assert _failed(named) <= {"PD-5.1-04", "PD-5.2-02", "PD-5.2-03", "PD-5.1-02"}, render(named)
+    statuses = _by_key(named)
+    assert statuses["authorization/unfetched-call-refused[legacy]"] is Status.SUCCESS
+    assert statuses["isolation/other-session-refused[legacy]"] is Status.FAILURE
+
+
 @pytest.mark.req("PD-5.1-03")
 def test_forgetful_grants_fail_persistence_over_http(http_reports: dict[str, Report]) -> None:
     report = http_reports["forgetful"]

@@ -17,7 +17,13 @@ from mcp_pd._extension import ProgressiveDisclosure
 
 from ._simulate import SimulatedListing, build_simulated_server
 
-__all__ = ["DEFAULT_DESCRIPTIONS", "build_reference_server", "build_simulated_server", "serve_simulation"]
+__all__ = [
+    "DEFAULT_DESCRIPTIONS",
+    "SimulatedListing",
+    "build_reference_server",
+    "build_simulated_server",
+    "serve_simulation",
+]
 
 logger = logging.getLogger("mcp_pd.reference")
 
@@ -61,6 +67,13 @@ def serve_simulation(descriptions: str | Path, **options: Any) -> tuple[Server[A
     listing = SimulatedListing(pd.store)
     server = build_simulated_server(pd.store, listing=listing)
     pd.install(server)
-    # Merged now from the very objects tools/list will return, so even the first listing finds every entry current.
+    # Merged now from the very objects tools/list will return, so even the first listing finds every entry current,
+    # and again on every reload: a read that comes before the next listing must not merge a new file with the
+    # tool as it was listed before the edit.
+
+    async def remerge(changed: frozenset[str]) -> None:
+        pd.catalog.update(listing().tools, complete=True)
+
     pd.catalog.update(listing().tools, complete=True)
+    pd.store.add_listener(remerge, first=True)  # before clients are told to re-read
     return server, pd
