@@ -44,7 +44,8 @@ def is_http(ctx: ServerRequestContext[Any, Any]) -> bool:
 
 class _SessionEnd:
     """An exit callback for one session: a slotted object rather than `exit_stack.callback(fn, key)`,
-    whose closure and wrapper cost ~760 bytes per session (~175 here; benchmarks/README.md)."""
+    whose closure and wrapper cost ~760 bytes per session (all session tracking is now ~230;
+    benchmarks/README.md)."""
 
     __slots__ = ("key", "resolver")
 

@@ -194,10 +194,11 @@ def listed_name(tool: ListedTool) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _wire(tool: ListedTool) -> dict[str, Any]:
+def _wire(tool: ListedTool) -> Mapping[str, Any]:
+    # Only read by `_merge`: a dict is already the catalog's own copy, so it is not copied again.
     if isinstance(tool, types.Tool):
         return tool.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return dict(tool)
+    return tool
 
 
 @dataclass(slots=True)

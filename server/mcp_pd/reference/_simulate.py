@@ -35,7 +35,8 @@ class SimulatedListing:
     """The simulated server's `tools/list` result, built once per store generation.
 
     Rebuilding 10,000 `Tool` models on every listing was half the listing's cost at scale; reusing
-    the same objects also lets the extension's catalog see "unchanged" by identity.
+    the same objects also keeps the extension's "unchanged?" comparison (`==` against its shallow
+    copies) to shared fields.
     """
 
     def __init__(self, store: DescriptionStore) -> None:
