@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
+import anyio
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
@@ -33,6 +34,7 @@ __all__ = [
     "Recorder",
     "ServerProcess",
     "Tokenizer",
+    "benchmark_main",
     "bootstrap_ratio_ci",
     "catalog_names",
     "catalogs_dir",
@@ -75,6 +77,17 @@ def common_arguments(description: str) -> argparse.ArgumentParser:
         help="directory for the result JSON (default: benchmarks/results, or benchmarks/results/quick with --quick)",
     )
     return parser
+
+
+def benchmark_main(
+    doc: str | None, title: str, run: Callable[[bool, Path | None], Awaitable[Recorder]], argv: list[str] | None
+) -> int:
+    """A benchmark module's `main`: parse the common flags, run, write its result JSON."""
+    args = common_arguments(doc or "").parse_args(argv)
+    print(title)
+    recorder = anyio.run(run, args.quick, args.out)
+    recorder.write()
+    return 0
 
 
 def output_dir(out: Path | None, quick: bool) -> Path:

@@ -25,7 +25,6 @@ import random
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 from mcp import Client
 from mcp.server.context import ServerRequestContext
@@ -36,10 +35,10 @@ from ._common import (
     MINIMAL_SCHEMA,
     Recorder,
     Tokenizer,
+    benchmark_main,
     catalog_names,
     catalogs_dir,
     combined_catalog,
-    common_arguments,
     compact,
     load_catalog,
     percentile,
@@ -279,11 +278,7 @@ def _print(name: str, figures: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = common_arguments(__doc__ or "").parse_args(argv)
-    print("context: tokens shown to the model, eager vs progressive")
-    recorder = anyio.run(run, args.quick, args.out)
-    recorder.write()
-    return 0
+    return benchmark_main(__doc__, "context: tokens shown to the model, eager vs progressive", run, argv)
 
 
 if __name__ == "__main__":

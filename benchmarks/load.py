@@ -30,8 +30,8 @@ from mcp import Client
 from ._common import (
     Recorder,
     ServerProcess,
+    benchmark_main,
     combined_catalog,
-    common_arguments,
     percentile,
     process_cpu_seconds,
     process_rss_mb,
@@ -306,11 +306,7 @@ async def run(quick: bool, out: Path | None) -> Recorder:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = common_arguments(__doc__ or "").parse_args(argv)
-    print("load: 50 concurrent sessions over Streamable HTTP")
-    recorder = anyio.run(run, args.quick, args.out)
-    recorder.write()
-    return 0
+    return benchmark_main(__doc__, "load: 50 concurrent sessions over Streamable HTTP", run, argv)
 
 
 if __name__ == "__main__":

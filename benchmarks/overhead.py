@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -32,8 +31,8 @@ from ._common import (
     HandlerTimer,
     Recorder,
     ServerProcess,
+    benchmark_main,
     child_pids,
-    common_arguments,
     percentile,
     process_cpu_seconds,
     ratio,
@@ -279,11 +278,7 @@ async def run(quick: bool, out: Path | None) -> Recorder:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = common_arguments(__doc__ or "").parse_args(argv)
-    print("overhead: the same MCPServer with and without the extension")
-    recorder = anyio.run(run, args.quick, args.out)
-    recorder.write()
-    return 0
+    return benchmark_main(__doc__, "overhead: the same MCPServer with and without the extension", run, argv)
 
 
 if __name__ == "__main__":

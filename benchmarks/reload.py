@@ -28,8 +28,8 @@ from mcp_pd.reference import serve_simulation
 
 from ._common import (
     Recorder,
+    benchmark_main,
     catalogs_dir,
-    common_arguments,
     percentile,
     quiet_logging,
     summarize,
@@ -182,11 +182,7 @@ async def run(quick: bool, out: Path | None) -> Recorder:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = common_arguments(__doc__ or "").parse_args(argv)
-    print("reload: file write to new definition served")
-    recorder = anyio.run(run, args.quick, args.out)
-    recorder.write()
-    return 0
+    return benchmark_main(__doc__, "reload: file write to new definition served", run, argv)
 
 
 if __name__ == "__main__":

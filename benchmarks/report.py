@@ -50,13 +50,19 @@ def _pct(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
-def goals_section(data: dict[str, dict[str, Any]]) -> list[str]:
-    rows = []
+def _goals(data: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every goal of every benchmark, in order, with its measured value and verdict as shown in the tables."""
+    goals = []
     for name in ORDER:
         for goal in data.get(name, {}).get("goals", []):
             verdict = {True: "met", False: "**missed**", None: "n/a"}[goal["met"]]
             value = "n/a" if goal["value"] is None else f"{goal['value']:g} {goal['unit']}".strip()
-            rows.append([goal["id"], goal["figure"], goal["target"], value, verdict, goal["note"]])
+            goals.append({**goal, "shown": value, "verdict": verdict})
+    return goals
+
+
+def goals_section(data: dict[str, dict[str, Any]]) -> list[str]:
+    rows = [[g["id"], g["figure"], g["target"], g["shown"], g["verdict"], g["note"]] for g in _goals(data)]
     return [
         "### Every figure against its goal",
         "",
@@ -374,12 +380,7 @@ def render(data: dict[str, dict[str, Any]]) -> str:
 
 def summary(data: dict[str, dict[str, Any]]) -> str:
     """The top-level README's block: every goal in one short table, and the plot."""
-    rows = []
-    for name in ORDER:
-        for goal in data.get(name, {}).get("goals", []):
-            verdict = {True: "met", False: "**missed**", None: "n/a"}[goal["met"]]
-            value = "n/a" if goal["value"] is None else f"{goal['value']:g} {goal['unit']}".strip()
-            rows.append([goal["figure"], goal["target"], value, verdict])
+    rows = [[g["figure"], g["target"], g["shown"], g["verdict"]] for g in _goals(data)]
     met = sum(1 for r in rows if r[3] == "met")
     run = data.get("run", {})
     took = f" ({run['total_seconds'] / 60:.1f} minutes)" if isinstance(run.get("total_seconds"), (int, float)) else ""

@@ -37,9 +37,9 @@ from ._common import (
     REPO,
     HandlerTimer,
     Recorder,
+    benchmark_main,
     child_env,
     combined_catalog,
-    common_arguments,
     output_dir,
     peak_rss_mb,
     quiet_logging,
@@ -476,11 +476,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "--worker" in argv:
         return _worker_main(argv)
-    args = common_arguments(__doc__ or "").parse_args(argv)
-    print("scale: catalog size and session count")
-    recorder = anyio.run(run, args.quick, args.out)
-    recorder.write()
-    return 0
+    return benchmark_main(__doc__, "scale: catalog size and session count", run, argv)
 
 
 if __name__ == "__main__":

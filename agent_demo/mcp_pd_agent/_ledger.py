@@ -102,6 +102,13 @@ class LedgerRow:
         eager = self.eager.get(unit, 0)
         return 1.0 - self.progressive.get(unit, 0) / eager if eager else 0.0
 
+    def fetched_label(self) -> str:
+        """What the run fetched, and (once each) the error codes it saw: `a, b (+CODE)`."""
+        label = ", ".join(self.fetched) or "-"
+        if self.errors:
+            label += " (+" + ", ".join(dict.fromkeys(self.errors)) + ")"
+        return label
+
 
 @dataclass
 class Ledger:
@@ -222,10 +229,7 @@ def render_table(ledger: Ledger) -> str:
         head += f" | {'eager ' + short:>13} {'PD ' + short:>11} {'saved':>6}"
     lines = [f"Token ledger: {ledger.title} ({ledger.tools} tools)", head, "-" * len(head)]
     for row in ledger.rows:
-        fetched = ", ".join(row.fetched) or "-"
-        if row.errors:
-            fetched += " (+" + ", ".join(dict.fromkeys(row.errors)) + ")"
-        line = f"{_cell(row.key, 16):<16} {_cell(fetched, 44):<44}"
+        line = f"{_cell(row.key, 16):<16} {_cell(row.fetched_label(), 44):<44}"
         for unit in units:
             line += f" | {row.eager.get(unit, 0):>13,} {row.progressive.get(unit, 0):>11,} {row.saved(unit):>6.1%}"
         lines.append(line)
@@ -266,10 +270,7 @@ def render_markdown(ledger: Ledger) -> str:
         rule += "---:|---:|---:|"
     lines = [head, rule]
     for row in ledger.rows:
-        fetched = ", ".join(row.fetched) or "-"
-        if row.errors:
-            fetched += " (+" + ", ".join(dict.fromkeys(row.errors)) + ")"
-        line = f"| `{row.key}` | {fetched} |"
+        line = f"| `{row.key}` | {row.fetched_label()} |"
         for unit in ledger.units:
             line += f" {row.eager.get(unit, 0):,} | {row.progressive.get(unit, 0):,} | {row.saved(unit):.1%} |"
         lines.append(line)
