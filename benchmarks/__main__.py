@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ._common import REPO, child_env, loadavg, machine, output_dir
 
-BENCHMARKS = ("context", "overhead", "scale", "reload", "load", "profile")
+BENCHMARKS = ("context", "catalog", "overhead", "scale", "hardening", "reload", "load", "search", "profile", "redis")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,8 +6,8 @@ in fresh processes, the plain simulated server and the extension's alternately (
 tools/list (server-side handler chain, timed by a wrapper on the low-level server, and client-observed),
 one-tool fetch (`?tools=NAME` for random names; the plain server answers the same URI with the same document,
 ungated) and RSS. Sessions: in a fresh process each, N sessions go through what a first fetch does per session
-(`pd.sessions.resolve`, the fetch limiter, `pd.grants.grant` of 3 tools): traced memory of that state
-(tracemalloc, in one process) and RSS, then lookup time (`resolve` + `grants.allowed`, in another process) and an
+(`pd.sessions.resolve`, the fetch limiter, a grant of 3 tool versions): traced memory of that state
+(tracemalloc, in one process) and RSS, then lookup time (`resolve` + the granted version, in another process) and an
 authorized call through the real client with those N sessions present, interleaved with the plain server's call.
 
     python -m benchmarks.scale [--quick]
@@ -160,8 +160,9 @@ async def sessions_worker(directory: Path, count: int, trace: bool, lookups: int
     for key in keys:
         pd.rate_limiter.acquire(key)
     stages["fetch_limiter"] = tracemalloc.get_traced_memory()[0] if trace else 0
+    versions = {name: (pd.catalog.full(name) or {"version": "?"})["version"] for name in names}
     for key, chosen in zip(keys, choices, strict=True):
-        pd.grants.grant(key, chosen)
+        pd.grants.grant_now(key, {name: versions[name] for name in chosen})
     stages["grants"] = tracemalloc.get_traced_memory()[0] if trace else 0
     populate_s = time.perf_counter() - t0
     if trace:
@@ -187,7 +188,7 @@ async def sessions_worker(directory: Path, count: int, trace: bool, lookups: int
         i = rng.randrange(count)
         ctx, name = contexts[i], choices[i][rng.randrange(3)]
         t0 = clock()
-        allowed = pd.grants.allowed(pd.sessions.resolve(ctx) or "", name)
+        allowed = pd.grants.version_now(pd.sessions.resolve(ctx) or "", name) == versions[name]
         t1 = clock()
         found = name in plain[ctx.session._connection.session_id]
         t2 = clock()

@@ -66,6 +66,9 @@ def _lines(report: Report, check_id: str) -> list[str]:
     "PD-6.2-01",
     "PD-6.3-01",
     "PD-7.2-03",
+    "PDX-PARSE-01",
+    "PDX-PARSE-02",
+    "PDX-PARSE-03",
 )
 @pytest.mark.parametrize("check_id", [c.id for c in CHECKS])
 def test_check(check_id: str, pd_report: Report) -> None:

@@ -46,7 +46,9 @@ async def test_tools_list_is_minimal(tmp_path: Path) -> None:
     app, _ = make_mcpserver(write_definitions(tmp_path, ADD_DEFINITION))
     async with legacy(app) as client:
         tools = {t.name: t.model_dump(by_alias=True, exclude_none=True) for t in (await client.list_tools()).tools}
-    assert set(tools) == {"add", "write_note", "admin_reset"}
+    assert set(tools) == {"describe_tools", "add", "write_note", "admin_reset"}
+    # The describe tool keeps its small real schema (spec 3.1 MAY; interpretations I-13).
+    assert tools.pop("describe_tools")["inputSchema"]["required"] == ["tools"]
     for entry in tools.values():
         assert entry["inputSchema"] == MINIMAL_INPUT_SCHEMA
         assert entry["description"].strip()
@@ -187,7 +189,7 @@ async def test_call_requires_fetch_then_persists() -> None:
     app, _ = make_mcpserver()
     async with legacy(app) as client:
         is_error, doc = await call_doc(client, "add", {"a": 2, "b": 3})
-        assert is_error and doc == tool_description_required("add")
+        assert is_error and doc == tool_description_required("add", describe_tool="describe_tools")
         assert doc["error"]["resource_uri"] == f"{URI}?tools=add"
         await read_json(client, doc["error"]["resource_uri"])
         for i in range(5):
@@ -251,8 +253,14 @@ async def test_permission_hook_hides_tools_everywhere() -> None:
         assert body["admin_reset"]["error"] == "Tool 'admin_reset' not found"
         assert "admin_reset" not in body["admin_reset"]["available_tools"]
         assert "inputSchema" not in body["admin_reset"]
-        result = await client.call_tool("admin_reset", {})
-        assert result.is_error and result.content[0].text == "Unknown tool: admin_reset"  # type: ignore[union-attr]
+        # Hidden is answered exactly like nonexistent (spec 10.2), and suggestions never name a hidden tool.
+        hidden = await client.call_tool("admin_reset", {})
+        missing = await client.call_tool("admin_resex", {})
+        assert hidden.is_error and missing.is_error
+        assert hidden.structured_content is not None and missing.structured_content is not None
+        assert hidden.structured_content["error"]["code"] == missing.structured_content["error"]["code"]
+        assert "admin_reset" not in hidden.structured_content["error"]["available_tools"]
+        assert "admin_reset" not in missing.structured_content["error"]["available_tools"]
         # Runtime authorization still runs after the gate: argument validation by the server.
         await read_json(client, f"{URI}?tools=write_note")
         result = await client.call_tool("write_note", {"text": "x" * 101})
@@ -274,21 +282,32 @@ async def test_fetch_rate_limit_per_session() -> None:
         assert not (await client.call_tool("add", {"a": 1, "b": 1})).is_error  # calls are not limited
 
 
-@pytest.mark.req("PD-2-04", "PD-8.2-02")
+@pytest.mark.req("PD-2-04", "PD-8.2-02", "PDX-INSTR-01")
 async def test_instructions_carry_system_prompt_guidance() -> None:
     app, _ = make_mcpserver()
     async with legacy(app) as client:
-        assert client.instructions == "Author's own instructions.\n\n" + system_prompt_guidance(URI)
+        await client.list_tools()
+        legacy_text = client.instructions
     async with Client(app, cache=None) as modern:
         assert modern.protocol_version == "2026-07-28"
-        assert modern.instructions == "Author's own instructions.\n\n" + system_prompt_guidance(URI)
+        modern_text = modern.instructions
+    for text in (legacy_text, modern_text):
+        assert text is not None
+        # The generated part comes first, stays under 2 KB and keeps the author's words after it (I-9, I-13).
+        generated, _, author = text.partition("\n\n")
+        assert author == "Author's own instructions."
+        assert generated.startswith(system_prompt_guidance(URI))
+        assert 'describe_tools with {"tools": ["TOOL_NAME"]}' in generated
+        assert "Tools (3): add, admin_reset, write_note." in generated
+        assert len(generated) < 2048
 
 
 async def test_lowlevel_server_gets_resources_it_never_had() -> None:
     server, _ = make_lowlevel()
     async with legacy(server) as client:
         assert client.server_capabilities.resources is not None
-        (tool,) = (await client.list_tools()).tools
+        describe, tool = (await client.list_tools()).tools
+        assert describe.name == "describe_tools"
         assert tool.input_schema == MINIMAL_INPUT_SCHEMA
         assert tool.description == "Check that a host answers."
         assert [r.uri for r in (await client.list_resources()).resources] == [URI]
@@ -303,11 +322,14 @@ async def test_lowlevel_server_gets_resources_it_never_had() -> None:
         assert caught.value.error.code == -32602
 
 
-async def test_unknown_tool_call_is_the_servers_own_answer() -> None:
+async def test_unknown_tool_call_is_refused_with_suggestions() -> None:
     app, _ = make_mcpserver()
     async with legacy(app) as client:
-        result = await client.call_tool("no_such_tool", {})
-    assert result.is_error and "Unknown tool: no_such_tool" in result.content[0].text  # type: ignore[union-attr]
+        result = await client.call_tool("ad", {})
+    assert result.is_error and result.structured_content is not None
+    error = result.structured_content["error"]
+    assert error["code"] == "TOOL_NOT_FOUND" and error["message"] == "Tool 'ad' not found."
+    assert error["available_tools"][0] == "add" and error["available_tools_total"] == 3
 
 
 async def test_tools_added_at_run_time_are_fetchable() -> None:
@@ -320,7 +342,6 @@ async def test_tools_added_at_run_time_are_fetchable() -> None:
             """A tool registered after the first listing."""
             return x
 
-        await anyio.sleep(1.05)  # past the re-listing interval
         body = await read_json(client, f"{URI}?tools=late")
         assert body["late"]["inputSchema"]["required"] == ["x"]
         assert (await client.call_tool("late", {"x": 7})).structured_content == {"result": 7}
@@ -346,4 +367,4 @@ async def test_session_key_hook_identifies_sessionless_callers() -> None:
         assert doc["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
         await read_json(client, f"{URI}?tools=add")
         assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"result": 3}
-    assert pd.grants.allowed("custom:tenant-a", "add")
+    assert set(pd.grants.granted("custom:tenant-a")) == {"add"}

@@ -18,20 +18,24 @@ class Clock:
         return self.now
 
 
+def v(*names: str, version: str = "v1") -> dict[str, str]:
+    return {name: version for name in names}
+
+
 @pytest.mark.req("PD-5.1-04", "PD-5.2-04", "PD-10.3-02")
 def test_grants_are_per_session_and_expire_when_idle() -> None:
     clock = Clock()
     grants = MemoryGrantStore(idle_timeout=60, timer=clock)
-    grants.grant("s1", ["a", "b"])
-    grants.grant("s2", ["c"])
-    assert grants.allowed("s1", "a")
-    assert not grants.allowed("s1", "c")
-    assert not grants.allowed("s2", "a")
+    grants.grant_now("s1", v("a", "b"))
+    grants.grant_now("s2", v("c"))
+    assert grants.version_now("s1", "a") == "v1"
+    assert grants.version_now("s1", "c") is None
+    assert grants.version_now("s2", "a") is None
     clock.now += 50
-    assert grants.allowed("s1", "b")  # use slides the idle timeout
+    assert grants.version_now("s1", "b") == "v1"  # use slides the idle timeout
     clock.now += 50
-    assert grants.allowed("s1", "a")
-    assert not grants.allowed("s2", "c")  # idle for 100 s: expired
+    assert grants.version_now("s1", "a") == "v1"
+    assert grants.version_now("s2", "c") is None  # idle for 100 s: expired
     assert len(grants) == 1
     grants.forget("s1")
     assert len(grants) == 0
@@ -39,27 +43,31 @@ def test_grants_are_per_session_and_expire_when_idle() -> None:
 
 def test_grant_store_bound_evicts_oldest_session_not_a_random_one() -> None:
     grants = MemoryGrantStore(max_sessions=2)
-    grants.grant("old", ["a"])
-    grants.grant("mid", ["a"])
-    grants.grant("new", ["a"])
-    assert not grants.allowed("old", "a")
-    assert grants.allowed("mid", "a")
-    assert grants.allowed("new", "a")
+    grants.grant_now("old", v("a"))
+    grants.grant_now("mid", v("a"))
+    grants.grant_now("new", v("a"))
+    assert grants.version_now("old", "a") is None
+    assert grants.version_now("mid", "a") == "v1"
+    assert grants.version_now("new", "a") == "v1"
 
 
+@pytest.mark.anyio
 @pytest.mark.req("PD-5.1-01", "PD-5.1-03")
-def test_grants_accumulate_without_duplicates_and_stay_exact_past_a_few_tools() -> None:
+async def test_grants_accumulate_without_duplicates_and_stay_exact_past_a_few_tools() -> None:
     grants = MemoryGrantStore()
-    grants.grant("s", ["a", "b", "a"])
-    grants.grant("s", ["b", "c"])
-    assert grants.granted("s") == {"a", "b", "c"}
+    await grants.grant("s", v("a", "b"))
+    await grants.grant("s", v("b", "c"))
+    assert grants.granted("s") == v("a", "b", "c")
+    # A later read of a newer version replaces the older one: the grant follows what was read last.
+    await grants.grant("s", v("a", version="v2"))
+    assert await grants.version("s", "a") == "v2"
     many = [f"tool_{i}" for i in range(40)]  # past the short-tuple form: the store switches representation
     for start in range(0, 40, 7):
-        grants.grant("s", many[start : start + 7])
-    assert grants.granted("s") == {"a", "b", "c", *many}
-    assert all(grants.allowed("s", name) for name in many)
-    assert not grants.allowed("s", "tool_40")
-    assert not grants.allowed("other", "a")
+        await grants.grant("s", v(*many[start : start + 7]))
+    assert grants.granted("s") == {**v("b", "c"), "a": "v2", **v(*many)}
+    assert all(grants.version_now("s", name) == "v1" for name in many)
+    assert grants.version_now("s", "tool_40") is None
+    assert grants.version_now("other", "a") is None
 
 
 @pytest.mark.req("PD-10.3-01")

@@ -20,13 +20,13 @@ def test_all_is_sorted_unique_and_importable() -> None:
 def test_public_names_live_in_private_modules() -> None:
     defined = [getattr(mcp_pd, n) for n in mcp_pd.__all__]
     objects = [o for o in defined if inspect.isclass(o) or inspect.isfunction(o)]
-    assert len(objects) == 14
+    assert len(objects) == 19
     for obj in objects:
         assert obj.__module__.startswith("mcp_pd._"), (obj, obj.__module__)
 
 
 def test_no_public_modules_besides_the_documented_ones() -> None:
     public = {m.name for m in pkgutil.iter_modules(mcp_pd.__path__) if not m.name.startswith("_")}
-    assert public == {"reference"}
-    for module in ("mcp_pd.reference",):
+    assert public == {"gateway", "reference"}
+    for module in ("mcp_pd.gateway", "mcp_pd.reference"):
         assert importlib.import_module(module).__all__

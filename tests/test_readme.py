@@ -30,7 +30,8 @@ async def test_readme_example_serves_progressive_disclosure(tmp_path: Path, mode
     script.write_text(match.group(1))
     params = StdioServerParameters(command=sys.executable, args=[str(script)], cwd=str(tmp_path))
     async with Client(params, mode=mode, cache=None) as client:  # type: ignore[arg-type]
-        (tool,) = (await client.list_tools()).tools
+        describe, tool = (await client.list_tools()).tools
+        assert describe.name == "describe_tools"
         assert tool.name == "forecast"
         assert tool.description == "Forecast the weather for a city."
         refused = await client.call_tool("forecast", {"city": "Oslo"})

@@ -24,7 +24,9 @@ async def test_github_catalog_over_stdio() -> None:
     expected = {p.stem for p in catalog.glob("*.json")}
     async with Client(serve_params("--simulate", "--descriptions", str(catalog)), cache=None) as client:
         assert "SIMULATION" in (client.instructions or "")
-        tools = (await client.list_tools()).tools
+        listed = (await client.list_tools()).tools
+        assert listed[0].name == "describe_tools"
+        tools = listed[1:]
         assert {t.name for t in tools} == expected
         assert all(t.input_schema == {"type": "object", "additionalProperties": True} for t in tools)
         original = json.loads((catalog / "issue_read.json").read_text())

@@ -1,7 +1,9 @@
 """Reference agent for MCP Progressive Disclosure (spec v2.1): one agent loop, three back-ends, a token ledger.
 
 `mcp-pd demo` (or `python -m mcp_pd_agent`) runs the scripted task set against the reference server with the
-offline planner and prints each step and the ledger; `--backend anthropic|openai` puts a model in the loop.
+offline planner and prints each step and the ledger; `--backend anthropic|openai` puts a model in the loop, and
+`--host tools-only` (or `both`) runs it as a host whose model can only call tools, and `--mode catalog` (or
+`both`) starts the server in catalog mode, where the model searches, describes, then calls.
 The package is a plain MCP client: it never imports the server library.
 """
 
@@ -10,9 +12,10 @@ from __future__ import annotations
 from ._backends import BACKENDS, PlannerBackend, create_backend, resolve_backend_name
 from ._catalog import MergedCatalog, merge_catalogs
 from ._cli import TaskResult, eager_definitions, main, run_tasks
-from ._connection import ProgressiveServer, Reply, ServerSpec, connect
+from ._connection import ProgressiveServer, Reply, ServerMode, ServerSpec, connect, find_describe_tool, find_mode
 from ._ledger import (
     ENCODINGS,
+    HostCost,
     Ledger,
     LedgerRow,
     TokenCounter,
@@ -21,6 +24,7 @@ from ._ledger import (
     render_summary_markdown,
     render_svg,
     render_table,
+    side_label,
     update_markdown,
 )
 from ._loop import (
@@ -38,7 +42,7 @@ from ._loop import (
     build_functions,
     run_agent,
 )
-from ._prompt import BASE_PROMPT, READ_FUNCTION, system_prompt, system_prompt_guidance
+from ._prompt import BASE_PROMPT, HOSTS, READ_FUNCTION, Host, system_prompt, system_prompt_guidance
 from ._tasks import CATALOG_TASKS, TASKS, Task, check_run
 
 __all__ = [
@@ -46,12 +50,15 @@ __all__ = [
     "BASE_PROMPT",
     "CATALOG_TASKS",
     "ENCODINGS",
+    "HOSTS",
     "READ_FUNCTION",
     "TASKS",
     "AssistantTurn",
     "Backend",
     "ContextRecord",
     "FunctionSpec",
+    "Host",
+    "HostCost",
     "Ledger",
     "LedgerRow",
     "MergedCatalog",
@@ -60,6 +67,7 @@ __all__ = [
     "ProgressiveServer",
     "Reply",
     "Run",
+    "ServerMode",
     "ServerSpec",
     "Step",
     "Task",
@@ -75,6 +83,8 @@ __all__ = [
     "connect",
     "create_backend",
     "eager_definitions",
+    "find_describe_tool",
+    "find_mode",
     "main",
     "merge_catalogs",
     "render_markdown",
@@ -84,6 +94,7 @@ __all__ = [
     "resolve_backend_name",
     "run_agent",
     "run_tasks",
+    "side_label",
     "system_prompt",
     "system_prompt_guidance",
     "update_markdown",

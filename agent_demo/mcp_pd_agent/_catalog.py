@@ -1,7 +1,8 @@
 """Merge a folder of catalogs (one sub-folder of `<tool>.json` per server) into one definitions directory.
 
 Names used by more than one catalog are prefixed with their catalog's name (`<catalog>_<tool>`, made
-API-safe), so the merged set can be served at once in simulation mode.
+API-safe), so the merged set can be served at once in simulation mode. Each catalog keeps its sub-folder,
+which a catalog-mode server takes as the tools' category (a progressive one serves them all the same).
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def merge_catalogs(source: Path, target: Path) -> MergedCatalog:
             merged.renamed[new] = f"{origin}/{name}"
             data = {**data, "name": new}
             name = new
-        (target / f"{name}.json").write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+        folder = target / _safe(origin)
+        folder.mkdir(exist_ok=True)
+        (folder / f"{name}.json").write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
         merged.per_catalog[origin] = merged.per_catalog.get(origin, 0) + 1
     return merged

@@ -16,14 +16,16 @@ import anyio
 
 from ._backends import BACKENDS, create_backend, resolve_backend_name
 from ._catalog import merge_catalogs
-from ._connection import ServerSpec, connect
-from ._ledger import Ledger, TokenCounter, build_ledger, render_svg, render_table, update_markdown
+from ._connection import ServerMode, ServerSpec, connect
+from ._ledger import Ledger, TokenCounter, build_ledger, render_svg, render_table, side_label, update_markdown
 from ._loop import DEFAULT_MAX_TURNS, Backend, Run, Step, describe_step, run_agent
+from ._prompt import HOSTS, Host
 from ._tasks import CATALOG_TASKS, TASKS, Task, check_run
 
 __all__ = ["TaskResult", "eager_definitions", "main", "run_tasks"]
 
 ENV_MODEL = "MCP_PD_DEMO_MODEL"
+MODES: tuple[ServerMode, ...] = ("progressive", "catalog")
 
 
 @dataclass
@@ -35,10 +37,17 @@ class TaskResult:
     run: Run | None
     failure: str | None
     provoked: list[str]
+    host: Host = "resources"
+    mode: ServerMode = "progressive"
 
     @property
     def passed(self) -> bool:
         return self.failure is None
+
+    @property
+    def setup(self) -> str:
+        """The ledger column this run belongs to: its host, or "catalog" (see `Run.setup`)."""
+        return "catalog" if self.mode == "catalog" else self.host
 
     def as_json(self) -> dict[str, Any]:
         run = self.run
@@ -55,6 +64,8 @@ class TaskResult:
             )
         return {
             "task": self.key,
+            "host": self.host,
+            "mode": self.mode,
             "prompt": self.prompt,
             "passed": self.passed,
             "failure": self.failure,
@@ -72,14 +83,20 @@ async def run_tasks(
     tasks: Sequence[Task],
     backend_for: BackendFactory,
     *,
+    host: Host = "resources",
+    mode: ServerMode = "progressive",
     max_turns: int = DEFAULT_MAX_TURNS,
     out: TextIO | None = None,
 ) -> list[TaskResult]:
-    """Each task in a fresh session (and, for a command, a fresh server): run, check, print."""
+    """Each task in a fresh session (and, for a command, a fresh server): run, check, print.
+
+    `mode` is what the server is expected to be, for the log; each run records what the server said it is.
+    """
     results: list[TaskResult] = []
+    where = side_label("catalog" if mode == "catalog" else host)
     for number, task in enumerate(tasks, 1):
         if out is not None:
-            print(f"\n[{number}/{len(tasks)}] {task.key}: {task.prompt}", file=out, flush=True)
+            print(f"\n[{number}/{len(tasks)}, {where}] {task.key}: {task.prompt}", file=out, flush=True)
 
         def show(step: Step) -> None:
             if out is not None:
@@ -88,12 +105,15 @@ async def run_tasks(
         run: Run | None = None
         try:
             async with connect(spec) as server:
-                run = await run_agent(server, backend_for(task), task.prompt, max_turns=max_turns, observer=show)
+                run = await run_agent(
+                    server, backend_for(task), task.prompt, host=host, max_turns=max_turns, observer=show
+                )
             failure = check_run(task, run)
         except Exception as exc:  # a model API or server failure ends this task, not the demo
             failure = _describe(exc)
         provoked = [code for code in (run.error_codes() if run else []) if code != "TOOL_ERROR"]
-        result = TaskResult(task.key, task.prompt, run, failure, provoked)
+        ran_as = (run.host, run.mode) if run is not None else (host, mode)
+        result = TaskResult(task.key, task.prompt, run, failure, provoked, *ran_as)
         results.append(result)
         if out is not None:
             verdict = "PASS" if result.passed else f"FAIL: {failure}"
@@ -135,6 +155,22 @@ def _parser() -> argparse.ArgumentParser:
         help="planner (offline, default), anthropic, or openai (any OpenAI-compatible endpoint); "
         "env MCP_PD_DEMO_BACKEND",
     )
+    p.add_argument(
+        "--host",
+        choices=(*HOSTS, "both"),
+        help="what the model may do against a progressive server: resources (default: read the tool_descriptions "
+        "resource through a reader function, or call the server's describe tool), tools-only (call the server's "
+        "tools, nothing else: it fetches with the describe tool), or both (every task in each host; the ledger "
+        "shows them side by side). A catalog-mode server is always run as a tools-only host",
+    )
+    p.add_argument(
+        "--mode",
+        choices=(*MODES, "both"),
+        default="progressive",
+        help="the mode of the server the demo starts: progressive (default: spec v2.1, the minimal tools/list), "
+        "catalog (mcp-pd serve --mode catalog: search_tools, browse_tools, describe_tools, call_tool), or both "
+        "(every task against each; the ledger shows catalog mode next to the hosts)",
+    )
     p.add_argument("--model", help=f"model name for anthropic/openai (env {ENV_MODEL})")
     p.add_argument("--base-url", help="API base URL, e.g. a local OpenAI-compatible server (env OPENAI_BASE_URL)")
     p.add_argument("--task", action="append", metavar="N|KEY", help="run only this task (repeatable); default: all")
@@ -160,6 +196,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--quiet", action="store_true", help="print only verdicts and ledgers")
     return p
+
+
+def _runs(results: Sequence[TaskResult]) -> list[tuple[str, Run]]:
+    return [(r.key, r.run) for r in results if r.run is not None]
+
+
+def _passed(results: Sequence[TaskResult]) -> dict[str, int]:
+    """Tasks whose check held, per ledger column (host, or catalog mode)."""
+    passed: dict[str, int] = {}
+    for result in results:
+        passed[result.setup] = passed.get(result.setup, 0) + result.passed
+    return passed
 
 
 def _select(tasks: Sequence[Task], wanted: Sequence[str] | None) -> list[Task]:
@@ -199,10 +247,12 @@ class _Quiet:
 def _check_markdown(args: argparse.Namespace) -> None:
     """Fail before minutes of tasks, not after, when --markdown would publish a partial or foreign ledger."""
     paths: Sequence[Path] = args.markdown or ()
-    if paths and (args.no_ledger or args.ledger_catalog is None or args.task or args.prompt or args.stdio or args.url):
+    partial = args.no_ledger or args.ledger_catalog is None or args.task or args.prompt or args.stdio or args.url
+    if paths and (partial or args.host != "both" or args.mode != "both"):
         raise SystemExit(
-            "mcp-pd demo: --markdown publishes the documented ledger: run the whole task set against the reference "
-            "server with its ledger and --ledger-catalog (no --task, --prompt, --stdio, --url or --no-ledger)"
+            "mcp-pd demo: --markdown publishes the documented ledger: run the whole task set in both hosts and both "
+            "modes against the reference server with its ledger and --ledger-catalog (--host both --mode both; no "
+            "--task, --prompt, --stdio, --url or --no-ledger)"
         )
     for path in paths:
         try:
@@ -211,8 +261,26 @@ def _check_markdown(args: argparse.Namespace) -> None:
             raise SystemExit(f"mcp-pd demo: --markdown {path}: {exc}") from None
 
 
+def _setups(args: argparse.Namespace) -> list[tuple[Host, ServerMode]]:
+    """(host, server mode) per ledger column, in order: the progressive hosts, then catalog mode."""
+    modes: list[ServerMode] = list(MODES) if args.mode == "both" else [args.mode]
+    if (args.stdio or args.url) and args.mode != "progressive":
+        raise SystemExit(
+            "mcp-pd demo: --mode chooses the mode of the server the demo starts; a --stdio or --url server has its "
+            "own (the agent reads it from the server's capabilities)"
+        )
+    if modes == ["catalog"] and args.host not in (None, "tools-only"):
+        raise SystemExit("mcp-pd demo: a catalog-mode server is run as a tools-only host: leave out --host")
+    hosts: list[Host] = list(HOSTS) if args.host == "both" else [args.host or "resources"]
+    setups: list[tuple[Host, ServerMode]] = [(host, "progressive") for host in hosts] if "progressive" in modes else []
+    if "catalog" in modes:
+        setups.append(("tools-only", "catalog"))
+    return setups
+
+
 async def _demo(args: argparse.Namespace, out: TextIO) -> int:
     _check_markdown(args)
+    setups = _setups(args)
     name = resolve_backend_name(args.backend)
     model = args.model or os.environ.get(ENV_MODEL)
     shared: Backend | None = None
@@ -229,39 +297,63 @@ async def _demo(args: argparse.Namespace, out: TextIO) -> int:
         spec = ServerSpec.stdio(args.stdio)
     elif args.url:
         spec = ServerSpec.http(args.url)
+    specs = {"progressive": spec, "catalog": ServerSpec.reference(mode="catalog")}
     tasks = [Task("prompt", args.prompt, lambda run: None, ())] if args.prompt else _select(TASKS, args.task)
     log: Any = _Quiet(out) if args.quiet else out
     label = shared.label if shared is not None else create_backend("planner").label
-    print(f"mcp-pd demo: {len(tasks)} task(s) against the {spec.label}; back-end: {label}", file=out)
+    hosts = [host for host, mode in setups if mode == "progressive"]
+    modes = list(dict.fromkeys(mode for _, mode in setups))
+    sides = ", ".join(side_label("catalog" if mode == "catalog" else host) for host, mode in setups)
+    print(f"mcp-pd demo: {len(tasks)} task(s) against the {spec.label} ({sides}); back-end: {label}", file=out)
     ledgers: list[Ledger] = []
-    report: dict[str, Any] = {"backend": label, "server": spec.label, "runs": [], "ledgers": []}
+    report: dict[str, Any] = {
+        "backend": label,
+        "server": spec.label,
+        "hosts": hosts,
+        "modes": modes,
+        "runs": [],
+        "ledgers": [],
+    }
+    results: list[TaskResult] = []
     try:
-        results = await run_tasks(spec, tasks, backend_for, max_turns=args.max_turns, out=log)
+        for host, mode in setups:
+            results += await run_tasks(
+                specs[mode], tasks, backend_for, host=host, mode=mode, max_turns=args.max_turns, out=log
+            )
         report["runs"] = [r.as_json() for r in results]
         counter = TokenCounter()
         if not args.no_ledger:
             definitions = await eager_definitions(spec)
-            runs = [(r.key, r.run) for r in results if r.run is not None]
-            ledgers.append(build_ledger(spec.label, definitions, runs, counter))
+            ledgers.append(build_ledger(spec.label, definitions, _runs(results), counter, passed=_passed(results)))
         if args.ledger_catalog is not None:
             with tempfile.TemporaryDirectory(prefix="mcp-pd-catalog-") as tmp:
                 merged = merge_catalogs(args.ledger_catalog, Path(tmp))
-                catalog_spec = ServerSpec.simulation(tmp, f"simulated catalog {args.ledger_catalog}")
+                title = f"simulated catalog {args.ledger_catalog}"
+                catalog_specs = {mode: ServerSpec.simulation(tmp, title, mode=mode) for mode in MODES}
                 print(
                     f"\nmcp-pd demo: {len(CATALOG_TASKS)} task(s) against {merged.tools} tools from "
                     f"{len(merged.per_catalog)} catalogs in {args.ledger_catalog}, served in simulation mode"
                     + (f"; renamed {', '.join(merged.renamed)}" if merged.renamed else ""),
                     file=out,
                 )
-                catalog_results = await run_tasks(
-                    catalog_spec, CATALOG_TASKS, backend_for, max_turns=args.max_turns, out=log
-                )
+                catalog_results: list[TaskResult] = []
+                for host, mode in setups:
+                    catalog_results += await run_tasks(
+                        catalog_specs[mode],
+                        CATALOG_TASKS,
+                        backend_for,
+                        host=host,
+                        mode=mode,
+                        max_turns=args.max_turns,
+                        out=log,
+                    )
                 report["catalog_runs"] = [r.as_json() for r in catalog_results]
                 results += catalog_results
-                definitions = await eager_definitions(catalog_spec)
-                runs = [(r.key, r.run) for r in catalog_results if r.run is not None]
+                definitions = await eager_definitions(catalog_specs["progressive"])
                 title = f"combined catalog ({len(merged.per_catalog)} servers, simulated)"
-                ledgers.append(build_ledger(title, definitions, runs, counter))
+                ledgers.append(
+                    build_ledger(title, definitions, _runs(catalog_results), counter, passed=_passed(catalog_results))
+                )
     finally:
         if shared is not None:
             await shared.aclose()

@@ -1,10 +1,16 @@
 """The one agent loop every back-end runs through.
 
-The model is given three things: the MCP tools as function definitions built from the *minimal* list, one
-synthetic function `read_tool_descriptions(tools)` that reads the `tool_descriptions` resource (a tool-only
-model cannot read resources by itself), and the system prompt of `_prompt.py`. Back-ends only translate
-`ModelRequest` -> their SDK's messages and the SDK's answer -> `AssistantTurn`; the loop executes the calls
-against the server, records every step, and feeds the results back until the model answers.
+The model is given the MCP tools as function definitions built from the *minimal* list (every entry the server
+lists, its describe tool included) and the system prompt of `_prompt.py`. In the resources host it also gets
+one synthetic function, `read_tool_descriptions(tools)`, that reads the `tool_descriptions` resource (a
+function-calling API cannot read resources by itself); in the tools-only host it gets nothing else, and fetches
+through the server's describe tool. A call of the describe tool is recorded as a read in both hosts.
+A catalog-mode server lists meta-tools instead of its tools; the model then runs as a tools-only host that
+finds tools with `search_tools` / `browse_tools` (recorded as searches), describes them, and calls them through
+`call_tool` (recorded as a call of the tool it names).
+Back-ends only translate `ModelRequest` -> their SDK's messages and the SDK's answer -> `AssistantTurn`; the
+loop executes the calls against the server, records every step, and feeds the results back until the model
+answers.
 """
 
 from __future__ import annotations
@@ -15,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
-from ._connection import ProgressiveServer, Reply
-from ._prompt import READ_FUNCTION, system_prompt
+from ._connection import BROWSE_TOOL, CALL_TOOL, SEARCH_TOOL, ProgressiveServer, Reply, ServerMode
+from ._prompt import HOSTS, READ_FUNCTION, Host, system_prompt
 
 __all__ = [
     "AssistantTurn",
@@ -114,11 +120,12 @@ class Backend(Protocol):
 class Step:
     """One thing the agent did and what came back."""
 
-    kind: Literal["read", "call", "answer"]
+    kind: Literal["read", "search", "call", "answer"]
     name: str
     arguments: dict[str, Any]
     reply: Reply | None = None
     tools: tuple[str, ...] = ()  # the names a read asked for
+    via: str = ""  # the meta-tool a call went through (catalog mode's call_tool), else empty
 
     @property
     def ok(self) -> bool:
@@ -135,9 +142,10 @@ class ContextRecord:
 
     system_prompt: str = ""
     minimal_list: list[dict[str, Any]] = field(default_factory=list)
-    read_function: dict[str, Any] = field(default_factory=dict)
+    read_function: dict[str, Any] = field(default_factory=dict)  # empty in the tools-only host
     fetched: list[str] = field(default_factory=list)  # texts of reads that returned definitions
     errors: list[str] = field(default_factory=list)  # error documents the model saw (spec codes, not-found)
+    searched: list[str] = field(default_factory=list)  # catalog mode: search_tools / browse_tools answers
 
 
 @dataclass
@@ -146,10 +154,18 @@ class Run:
 
     prompt: str
     backend: str
+    host: Host = "resources"
     steps: list[Step] = field(default_factory=list)
     answer: str | None = None
     stopped: Literal["answer", "max_turns"] = "answer"
     context: ContextRecord = field(default_factory=ContextRecord)
+    mode: ServerMode = "progressive"
+
+    @property
+    def setup(self) -> str:
+        """What the ledger compares this run as: its host ("resources", "tools-only"), or "catalog" for a
+        catalog-mode server (always run as a tools-only host)."""
+        return "catalog" if self.mode == "catalog" else self.host
 
     def calls(self, tool: str | None = None, *, ok: bool | None = None) -> list[Step]:
         return [
@@ -160,6 +176,9 @@ class Run:
 
     def reads(self) -> list[Step]:
         return [s for s in self.steps if s.kind == "read"]
+
+    def searches(self) -> list[Step]:
+        return [s for s in self.steps if s.kind == "search"]
 
     def error_codes(self) -> list[str]:
         return [s.error_code for s in self.steps if s.error_code]
@@ -188,15 +207,21 @@ def _function_name(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def build_functions(server: ProgressiveServer) -> tuple[list[FunctionSpec], dict[str, str], str]:
-    """Function definitions for the model: one per minimal entry, plus the synthetic reader.
+def build_functions(
+    server: ProgressiveServer, host: Host = "resources"
+) -> tuple[list[FunctionSpec], dict[str, str], str | None]:
+    """Function definitions for the model: one per minimal entry, plus the synthetic reader in the resources host.
 
-    Returns (functions, function name -> MCP tool name, reader's function name).
+    Returns (functions, function name -> MCP tool name, the reader's function name or None in the tools-only host).
     """
+    if host not in HOSTS:
+        raise ValueError(f"unknown host {host!r}: choose one of {', '.join(HOSTS)}")
     taken: set[str] = set()
     mcp_names = set(server.tool_names)
-    reader = READ_FUNCTION if READ_FUNCTION not in mcp_names else f"mcp_{READ_FUNCTION}"
-    taken.add(reader)
+    reader = None
+    if host == "resources":
+        reader = READ_FUNCTION if READ_FUNCTION not in mcp_names else f"mcp_{READ_FUNCTION}"
+        taken.add(reader)
     functions: list[FunctionSpec] = []
     mapping: dict[str, str] = {}
     for tool in server.tools:
@@ -209,6 +234,8 @@ def build_functions(server: ProgressiveServer) -> tuple[list[FunctionSpec], dict
         schema = tool.get("inputSchema")
         parameters = schema if isinstance(schema, dict) else {"type": "object", "additionalProperties": True}
         functions.append(FunctionSpec(fname, description, parameters))
+    if reader is None:
+        return functions, mapping, None
     about = server.resource_description or (
         "Full definitions (parameters, examples, error guidance) of the tools in the tool list."
     )
@@ -247,17 +274,37 @@ async def run_agent(
     backend: Backend,
     prompt: str,
     *,
+    host: Host = "resources",
     max_turns: int = DEFAULT_MAX_TURNS,
     observer: Callable[[Step], None] | None = None,
 ) -> Run:
-    """Run one task to its answer (or `max_turns` model turns) and return the record."""
-    functions, mapping, reader = build_functions(server)
-    system = system_prompt(server.instructions, server.resource_uri, reader)
-    run = Run(prompt, backend.label)
+    """Run one task to its answer (or `max_turns` model turns) and return the record.
+
+    `host` is what the model may do: "resources" (read the descriptions resource through the synthetic reader,
+    or call the server's describe tool) or "tools-only" (call the server's tools, nothing else; the server must
+    have a describe tool, or the model could never fetch a definition). A catalog-mode server is always run as a
+    tools-only host: its meta-tools are the whole way in, and a reader would only repeat `describe_tools`.
+    """
+    if host not in HOSTS:
+        raise ValueError(f"unknown host {host!r}: choose one of {', '.join(HOSTS)}")
+    catalog = server.mode == "catalog"
+    if catalog:
+        host = "tools-only"
+    functions, mapping, reader = build_functions(server, host)
+    describe = next((f for f, n in mapping.items() if n == server.describe_tool), None)
+    if reader is None and describe is None:
+        raise ValueError(
+            f"the tools-only host needs a describe tool, and {server.server_name or 'this server'} lists none: "
+            "its model could never fetch a definition (run it with --host resources)"
+        )
+    fetcher = reader or describe
+    assert fetcher is not None
+    system = system_prompt(server.instructions, server.resource_uri, fetcher, host, mode=server.mode)
+    run = Run(prompt, backend.label, host, mode=server.mode)
     run.context = ContextRecord(
         system_prompt=system,
         minimal_list=list(server.tools),
-        read_function=functions[-1].as_json(),
+        read_function=functions[-1].as_json() if reader is not None else {},
     )
     messages: list[Message] = [UserMessage(prompt)]
 
@@ -275,18 +322,34 @@ async def run_agent(
             return run
         outputs: list[ToolOutput] = []
         for call in turn.calls:
-            if call.name == reader:
+            if call.name in (reader, describe):
                 names = _requested_names(call.arguments, mapping)
-                reply = await server.read_descriptions(names)
-                record(Step("read", reader, call.arguments, reply, tuple(names)))
+                if call.name == reader:
+                    reply = await server.read_descriptions(names)
+                else:
+                    # API-safe function names mapped back to MCP names; an empty selection is sent as the model
+                    # wrote it, so the server answers it (MISSING_TOOL_SELECTION).
+                    reply = await server.describe({**call.arguments, "tools": names} if names else call.arguments)
+                record(Step("read", mapping.get(call.name, call.name), call.arguments, reply, tuple(names)))
                 if reply.is_error:
                     run.context.errors.append(reply.text)
                 else:
                     run.context.fetched.append(reply.text)
+            elif catalog and mapping.get(call.name) in (SEARCH_TOOL, BROWSE_TOOL):
+                tool = mapping[call.name]
+                reply = await server.call_tool(tool, call.arguments)
+                record(Step("search", tool, call.arguments, reply))
+                (run.context.errors if reply.is_error else run.context.searched).append(reply.text)
             else:
                 tool = mapping.get(call.name, call.name)
+                arguments, via = call.arguments, ""
                 reply = await server.call_tool(tool, call.arguments)
-                record(Step("call", tool, call.arguments, reply))
+                if catalog and tool == CALL_TOOL:
+                    # Recorded as a call of the tool it names, so checks and the ledger see the real tool.
+                    inner = call.arguments.get("arguments")
+                    tool, via = str(call.arguments.get("name", "")), CALL_TOOL
+                    arguments = inner if isinstance(inner, dict) else {}
+                record(Step("call", tool, arguments, reply, via=via))
                 if reply.is_error and reply.error_code not in (None, "TOOL_ERROR"):
                     run.context.errors.append(reply.text)
             outputs.append(ToolOutput(call.id, call.name, reply.text, reply.is_error))
@@ -310,5 +373,15 @@ def describe_step(step: Step) -> str:
         names = ", ".join(step.tools) or "(no tools named)"
         if step.reply is not None and step.reply.not_found and step.ok:
             status = f"ok, not found: {', '.join(step.reply.not_found)}"
-        return f"read    {names}  -> {status}"
-    return f"call    {step.name} {compact(step.arguments)}  -> {status}"
+        via = "" if step.name.endswith(READ_FUNCTION) else f"  (via {step.name})"
+        return f"read    {names}{via}  -> {status}"
+    if step.kind == "search":
+        data = step.reply.data if step.reply is not None else None
+        if step.ok and isinstance(data, dict):
+            found = [
+                str(r.get("name")) for r in data.get("results") or data.get("tools") or data.get("categories") or []
+            ]
+            status = "abstained" if data.get("abstained") else "ok: " + (", ".join(found[:6]) or "nothing")
+        return f"search  {step.name} {compact(step.arguments)}  -> {status}"
+    via = f"  (via {step.via})" if step.via else ""
+    return f"call    {step.name} {compact(step.arguments)}{via}  -> {status}"

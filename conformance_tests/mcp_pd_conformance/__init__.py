@@ -12,7 +12,8 @@ Command line (also `python -m mcp_pd_conformance`)::
 
 Exit codes:
     0  every MUST check passed (failed SHOULD checks are WARNINGs and do not fail the run)
-    1  one or more MUST checks failed, or an --expected-failures entry is STALE (now passes)
+    1  one or more MUST checks failed, an --expected-failures entry is STALE (now passes),
+       or --strict and a SHOULD check warned
     2  usage error
     3  the server could not be started or reached
 
@@ -21,7 +22,8 @@ From Python::
     report = await run_suite(Options(Target(stdio=("python", "-m", "mcp_pd", "serve"))))
     print(render(report)); report.exit_code
 
-A tool is only ever really invoked when it is named with --call-tool or annotated readOnlyHint=true.
+A tool is only ever really invoked when it is named with --call-tool or annotated readOnlyHint=true
+(in tools/list, or in its fetched definition when the listing carries no annotations).
 """
 
 from ._baseline import BaselineError, apply_baseline, load_expected_failures

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._documents import (
+    MISSING_MESSAGE,
     MISSING_TOOL_SELECTION,
     Body,
     base_uri,
@@ -22,6 +23,15 @@ from ._documents import (
 )
 from ._probe import Exchange, Peer, short
 from ._record import Recorder
+from ._text import (
+    call_example,
+    explains_authorization,
+    explains_consequence,
+    explains_fetch_first,
+    explains_tools_list,
+    parameter_docs,
+    strings_in,
+)
 
 __all__ = [
     "NO_RESOURCE",
@@ -42,14 +52,6 @@ NO_RESOURCE = "no tool_descriptions resource (see resource-listing/listed)"
 
 _NAME = re.compile(r"tool[\s_-]*(descriptions?|definitions?|docs?|documentation)", re.IGNORECASE)
 _TOOLS_LIST = re.compile(r"tools/list|tools list|tool list|list of tools|list_tools|listTools", re.IGNORECASE)
-_FETCH_FIRST = re.compile(
-    r"\bbefore\b|\bfirst\b|\bstep\s*\d|\brequired?\b|\bmust\b|\bprior to\b|not (yet )?(been )?fetched|without fetching",
-    re.IGNORECASE,
-)
-_CONSEQUENCE = re.compile(
-    r"TOOL_DESCRIPTION_REQUIRED|\bfail|\berror|\breject|\brefus|\bdenied|\bblocked|\bnot (be )?(authori[sz]ed|allowed)",
-    re.IGNORECASE,
-)
 _STEPS = re.compile(r"\bstep\s*\d|(^|\s)1[.)]\s.*(^|\s)2[.)]\s|\bfirst\b.*\bthen\b", re.IGNORECASE | re.DOTALL)
 _SELECT = re.compile(r"select|choos|pick|identify|decide", re.IGNORECASE)
 _PARAMS = re.compile(r"parameter|argument|schema|input", re.IGNORECASE)
@@ -74,6 +76,8 @@ class Discovery:
     """What the first session learned about the server."""
 
     tools: list[dict[str, Any]] = field(default_factory=list)
+    # Listed tools of the extension itself (describe_tools and the like): never gated, never probed.
+    meta: dict[str, str] = field(default_factory=dict)
     resource: dict[str, Any] | None = None
     base: str | None = None
     no_resource_reason: str = ""
@@ -87,10 +91,17 @@ class Discovery:
     # The tool the suite may call after fetching it, with arguments learned from its description.
     safe: SafeTool | None = None
     safe_reason: str = "no tool was chosen"
+    # Full definitions read during the run, by name (see _definitions.learn_definitions).
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
-        return [t["name"] for t in self.tools if isinstance(t.get("name"), str)]
+        """The listed tools the extension discloses and gates (the extension's own tools left out)."""
+        return [t["name"] for t in self.tools if isinstance(t.get("name"), str) and t["name"] not in self.meta]
+
+    @property
+    def gated_tools(self) -> list[dict[str, Any]]:
+        return [t for t in self.tools if t["name"] not in self.meta]
 
 
 def unfetched_tool_note(disc: Discovery) -> str:
@@ -129,9 +140,15 @@ async def tools_list(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         rec.skip_scenario("tools-list", "the server lists no tools")
         return
     rec.ok("tools-list/listed", f"{len(disc.tools)} tools listed", exchange=last)
+    disc.meta = extension_tools(peer.extension_settings(), [t["name"] for t in disc.tools])
+    if disc.meta:
+        shown = ", ".join(f"{name} ({why})" for name, why in disc.meta.items())
+        rec.info("tools-list/extension-tools", f"the extension's own tools, neither gated nor probed: {shown}")
+    else:
+        rec.info("tools-list/extension-tools", "no describe/search tool of the extension is listed or advertised")
     n = len(disc.tools)
 
-    detailed = [(t["name"], why) for t in disc.tools if (why := schema_detail(t.get("inputSchema"))) is not None]
+    detailed = [(t["name"], why) for t in disc.gated_tools if (why := schema_detail(t.get("inputSchema"))) is not None]
     if detailed:
         listing = "; ".join(f"{name}: {why}" for name, why in detailed[:5])
         rec.fail(
@@ -145,7 +162,7 @@ async def tools_list(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         rec.ok("tools-list/minimal-schema", f"all {n} listed inputSchemas are minimal")
 
     with_examples = []
-    for tool in disc.tools:
+    for tool in disc.gated_tools:
         fields = [k for k in _TOOL_LEVEL_DETAIL if tool.get(k)]
         schema = tool.get("inputSchema")
         if isinstance(schema, dict) and schema.get("examples"):
@@ -174,7 +191,7 @@ async def tools_list(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         rec.ok("tools-list/description-present", f"all {n} tools have a description")
 
     wordy = []
-    for tool in disc.tools:
+    for tool in disc.gated_tools:
         text = str(tool.get("description") or "")
         if len(text) > DESCRIPTION_LIMIT:
             wordy.append(f"{tool['name']} ({len(text)} chars)")
@@ -207,6 +224,10 @@ async def tools_list(peer: Peer, rec: Recorder, disc: Discovery) -> None:
     else:
         rec.ok("tools-list/description-purpose", "every description is a sentence of at least three words")
 
+    _distinct_descriptions(rec, disc, last)
+    _parameter_docs(rec, disc, last)
+    _hidden_detail(rec, disc, last)
+
     forms: dict[str, int] = {}
     for tool in disc.tools:
         schema = tool.get("inputSchema")
@@ -220,6 +241,104 @@ async def tools_list(peer: Peer, rec: Recorder, disc: Discovery) -> None:
             form = "other"
         forms[form] = forms.get(form, 0) + 1
     rec.info("tools-list/schema-form", "inputSchema forms: " + ", ".join(f"{k} x{v}" for k, v in forms.items()))
+
+
+def extension_tools(settings: dict[str, Any] | None, listed: list[str]) -> dict[str, str]:
+    """Listed tools that belong to the extension: the names its capability advertises, else describe_tools."""
+    found: dict[str, str] = {}
+    for key, value in (settings or {}).items():
+        if key.endswith("Tool") and isinstance(value, str) and value in listed:
+            found[value] = f"advertised as {key}"
+    if not found and "describe_tools" in listed:
+        found["describe_tools"] = "named describe_tools"
+    return found
+
+
+def _distinct_descriptions(rec: Recorder, disc: Discovery, last: Exchange) -> None:
+    groups: dict[str, list[str]] = {}
+    for tool in disc.tools:
+        text = " ".join(str(tool.get("description") or "").split()).lower()
+        if text:
+            groups.setdefault(text, []).append(tool["name"])
+    shared = [(text, names) for text, names in groups.items() if len(names) > 1]
+    if shared:
+        text, names = max(shared, key=lambda g: len(g[1]))
+        rec.fail(
+            "tools-list/distinct-descriptions",
+            f"{sum(len(n) for _, n in shared)} tools share a description, e.g. {len(names)} tools "
+            f"({', '.join(names[:5])}) are all described as {short(text, 100)!r}: nothing to choose between them by",
+            expected="each tool's own purpose in its listed description",
+            exchange=last,
+        )
+    else:
+        rec.ok("tools-list/distinct-descriptions", f"all {len(disc.tools)} listed descriptions differ")
+
+
+def _parameter_docs(rec: Recorder, disc: Discovery, last: Exchange) -> None:
+    found = []
+    for tool in disc.gated_tools:
+        text = str(tool.get("description") or "")
+        docs, call = parameter_docs(text), call_example(text, tool["name"])
+        if docs:
+            found.append(f"{tool['name']} documents parameters ({docs!r})")
+        elif call:
+            found.append(f"{tool['name']} shows a call example ({call!r})")
+    if found:
+        rec.fail(
+            "tools-list/no-parameter-docs",
+            f"{len(found)} listed descriptions carry stage-2 detail: {'; '.join(found[:4])}",
+            expected="a purpose sentence only; parameters and examples in the full description",
+            exchange=last,
+        )
+    else:
+        rec.ok("tools-list/no-parameter-docs", "no listed description documents parameters or shows a call")
+
+
+_STANDARD_HINTS = frozenset({"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"})
+_DETAIL_KEYS = re.compile(
+    r"^(examples?|inputExamples|input_examples|inputSchema|input_schema|parameters|params|arguments|args|"
+    r"usage|usage_guidance|error_guidance|properties|required)$",
+    re.IGNORECASE,
+)
+_TOOL_FIELDS = frozenset({"name", "description", "inputSchema", "execution", "icons"})
+
+
+def _hidden_detail(rec: Recorder, disc: Discovery, last: Exchange) -> None:
+    """Stage-2 detail outside name/description/inputSchema: title, annotations, _meta, outputSchema, extra keys."""
+    found = []
+    for tool in disc.gated_tools:
+        name, problems = tool["name"], []
+        title = str(tool.get("title") or "")
+        if len(title) > 120 or parameter_docs(title) or call_example(title, name):
+            problems.append(f"title {short(title, 60)!r}")
+        annotations = tool.get("annotations")
+        if isinstance(annotations, dict):
+            if len(str(annotations.get("title") or "")) > 120:
+                problems.append("annotations.title is long")
+            odd = [k for k, v in annotations.items() if k not in _STANDARD_HINTS and isinstance(v, dict | list | str)]
+            problems += [f"annotations.{k}" for k in odd]
+        for key, value in tool.items():
+            if key in _TOOL_FIELDS or key in ("title", "annotations") or value is None:
+                continue
+            for path, text in strings_in(value, key):
+                leaf = path.rsplit(".", 1)[-1]
+                if (key != "outputSchema" and _DETAIL_KEYS.match(leaf) and text == leaf) or (
+                    key == "outputSchema" and leaf.lower() in ("examples", "example") and text == leaf
+                ):
+                    problems.append(f"{path}")
+                elif parameter_docs(text) or call_example(text, name) or len(text) > DESCRIPTION_LIMIT:
+                    problems.append(f"{path} = {short(text, 60)!r}")
+        if problems:
+            found.append(f"{name}: {', '.join(dict.fromkeys(problems[:3]))}")
+    if found:
+        rec.fail(
+            "tools-list/no-hidden-detail",
+            f"{len(found)} tools/list entries carry parameter detail outside the description: {'; '.join(found[:4])}",
+            expected="title, annotations, _meta and outputSchema without parameters, examples or usage text",
+            exchange=last,
+        )
+    else:
+        rec.ok("tools-list/no-hidden-detail", "no parameter detail hides in title, annotations, _meta or other fields")
 
 
 def _norm(text: str) -> str:
@@ -303,19 +422,24 @@ async def resource_listing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         else:
             rec.fail(check_id, f"the description does not {what}", expected=expected, exchange=listed_entry)
 
-    judge("resource-listing/explains-tools-list", bool(_TOOLS_LIST.search(text)), "mentions tools/list", "tools/list")
+    judge(
+        "resource-listing/explains-tools-list",
+        explains_tools_list(text),
+        "relates tools/list to this resource in one sentence",
+        "a sentence such as 'choose a tool from tools/list, then read its description here'",
+    )
     judge(
         "resource-listing/explains-fetch-first",
-        bool(_FETCH_FIRST.search(text)),
-        "says to fetch before calling",
-        'wording such as "before calling", "first", "Step 2", "required"',
+        explains_fetch_first(text),
+        "says to fetch a description before calling the tool",
+        "a sentence ordering the fetch before the call ('read ... before calling'), or numbered steps doing so",
     )
     judge("resource-listing/explains-query-syntax", "?tools=" in text, "shows the ?tools= syntax", "?tools=")
     judge(
         "resource-listing/explains-consequence",
-        bool(_CONSEQUENCE.search(text)),
+        explains_consequence(text),
         "says what an unfetched call does",
-        "TOOL_DESCRIPTION_REQUIRED, or that such a call fails",
+        "TOOL_DESCRIPTION_REQUIRED, or a sentence saying a call without fetching fails",
     )
     judge("resource-listing/sequential-steps", bool(_STEPS.search(text)), "uses numbered steps", '"Step 1: ..."')
     judge(
@@ -332,7 +456,7 @@ async def resource_listing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
     )
     judge(
         "resource-listing/explains-authorization",
-        bool(re.search(r"authori[sz]", text, re.IGNORECASE) and re.search(r"session", text, re.IGNORECASE)),
+        explains_authorization(text),
         "says fetching authorizes the tool for the session",
         '"fetching authorizes the tool for this session"',
     )
@@ -649,27 +773,47 @@ async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         else:
             what = f"failed with {document.get('code')}" if document else "did not return MISSING_TOOL_SELECTION"
             rec.fail(check_id, f"reading {uri} {what}", expected=expected, exchange=exchange)
+    await _blank_selection(peer, rec, disc.base)
     if not documents:
         rec.skip("missing-selection/error-document", "no MISSING_TOOL_SELECTION document was returned")
         return
     document = documents[0]
     problems = []
     message = document.get("message")
-    if not isinstance(message, str) or not message.strip():
-        problems.append("no message")
-    elif "tool" not in message.lower():
-        problems.append(f"the message {message!r} does not mention the tools parameter")
+    if message != MISSING_MESSAGE:
+        problems.append(f"the message is {short(message, 120)!r}, not the spec's")
     examples = document.get("examples")
-    if not isinstance(examples, list) or not any(isinstance(e, str) and "?tools=" in e for e in examples):
-        problems.append(f"examples {short(examples, 120)} show no ?tools= URI")
+    wanted = [f"{disc.base}?tools=tool_name", f"{disc.base}?tools=tool1,tool2"]
+    if examples != wanted:
+        problems.append(f"examples are {short(examples, 160)}, not the spec's two")
     if problems:
         rec.fail(
             "missing-selection/error-document",
             "; ".join(problems),
-            expected='{"code": "MISSING_TOOL_SELECTION", "message": "You must specify one or more tool names in the '
-            f'\'tools\' parameter.", "examples": ["{disc.base}?tools=tool_name", '
-            f'"{disc.base}?tools=tool1,tool2"]}}',
+            expected=f'{{"code": "MISSING_TOOL_SELECTION", "message": "{MISSING_MESSAGE}", '
+            f'"examples": {short(wanted)}}} (spec 6.1, with this server\'s base URI)',
             exchange=Exchange("resources/read", {"uri": disc.base}, {"error": document}),
         )
     else:
         rec.ok("missing-selection/error-document", f"message {message!r}, examples {short(examples, 160)}")
+
+
+async def _blank_selection(peer: Peer, rec: Recorder, base: str) -> None:
+    """Selections that name no tool (I-3 rule 8, ours): each must be refused like a missing one."""
+    problems: list[tuple[str, Exchange]] = []
+    for query in ("?tools=,,", "?tools=%20", "?tools=%20,%20", "?tools", "?other=x"):
+        exchange = await peer.read(base + query)
+        document, _via = _missing_selection_doc(exchange)
+        if document is None or document.get("code") != MISSING_TOOL_SELECTION:
+            got = f"refused with {document.get('code')}" if document else short(exchange.received, 120)
+            problems.append((f"{query}: {got}", exchange))
+    if problems:
+        rec.fail(
+            "missing-selection/blank-selection",
+            "selections naming no tool were not refused as MISSING_TOOL_SELECTION: "
+            + "; ".join(p for p, _ in problems[:3]),
+            expected="MISSING_TOOL_SELECTION for blank names, commas only, a bare 'tools' or only other parameters",
+            exchange=problems[0][1],
+        )
+    else:
+        rec.ok("missing-selection/blank-selection", "5 selections naming no tool got MISSING_TOOL_SELECTION")

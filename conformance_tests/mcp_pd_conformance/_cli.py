@@ -29,7 +29,8 @@ EXIT_UNREACHABLE = 3
 EPILOG = """\
 exit codes:
   0  every MUST check passed (failed SHOULD checks are WARNINGs and do not fail the run)
-  1  one or more MUST checks failed, or an --expected-failures entry is STALE (now passes)
+  1  one or more MUST checks failed, an --expected-failures entry is STALE (now passes),
+     or --strict and a SHOULD check warned
   2  usage error (bad option, unknown check ID, unreadable expected-failures file)
   3  the server could not be started or reached
 
@@ -78,6 +79,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--call-tool", metavar="NAME", help="the tool the suite may really invoke (default: a readOnly one)")
     p.add_argument("--args", metavar="JSON", help="arguments for --call-tool, a JSON object")
+    p.add_argument("--strict", action="store_true", help="WARNINGs fail the run too (exit 1)")
+    p.add_argument(
+        "--grant-hold",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="also wait this long before re-checking that grants persist (default 0: requests only)",
+    )
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per request (default 30)")
     p.add_argument("--no-color", action="store_true", help="no ANSI colours (default: colours on a terminal)")
     p.add_argument("-q", "--quiet", action="store_true", help="report problems only, no progress")
@@ -131,6 +140,8 @@ def _options(args: argparse.Namespace) -> Options:
         raise _UsageError("mcp-pd check: give the server with --stdio COMMAND or --url URL")
     if args.timeout <= 0:
         raise _UsageError("mcp-pd check: --timeout must be positive")
+    if args.grant_hold < 0:
+        raise _UsageError("mcp-pd check: --grant-hold must not be negative")
     call_args: dict[str, Any] | None = None
     if args.args is not None:
         if args.call_tool is None:
@@ -161,7 +172,9 @@ def _options(args: argparse.Namespace) -> Options:
         baseline = tuple(load_expected_failures(args.expected_failures)) if args.expected_failures else None
     except BaselineError as exc:
         raise _UsageError(f"mcp-pd check: {exc}") from None
-    return Options(target, eras, only, skip, args.call_tool, call_args, baseline)
+    return Options(
+        target, eras, only, skip, args.call_tool, call_args, baseline, strict=args.strict, grant_hold=args.grant_hold
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 from ._probe import Exchange
 
 __all__ = [
+    "MISSING_MESSAGE",
     "MISSING_TOOL_SELECTION",
     "SESSIONLESS_VERSIONS",
     "TOOL_DESCRIPTION_REQUIRED",
@@ -33,6 +34,7 @@ __all__ = [
 ]
 
 MISSING_TOOL_SELECTION = "MISSING_TOOL_SELECTION"
+MISSING_MESSAGE = "You must specify one or more tool names in the 'tools' parameter."  # spec 6.1, verbatim
 TOOL_DESCRIPTION_REQUIRED = "TOOL_DESCRIPTION_REQUIRED"
 # Protocol versions without sessions (no initialize, no Mcp-Session-Id).
 SESSIONLESS_VERSIONS = frozenset({"2026-07-28"})

@@ -101,6 +101,7 @@ class Report:
     baseline: BaselineOutcome | None = None
     fatal: str | None = None
     duration_s: float = 0.0
+    strict: bool = False
 
     def counts(self) -> dict[str, int]:
         counts = {s.value: 0 for s in Status}
@@ -112,12 +113,18 @@ class Report:
         """MUST failures that are not listed as expected."""
         return [r for r in self.results if r.status is Status.FAILURE and not r.expected_failure]
 
+    def warnings(self) -> list[CheckResult]:
+        """SHOULD warnings that are not listed as expected."""
+        return [r for r in self.results if r.status is Status.WARNING and not r.expected_failure]
+
     @property
     def exit_code(self) -> int:
-        """0 every MUST passed; 1 a MUST failed or the baseline is stale; 3 the server was unreachable."""
+        """0 every MUST passed; 1 a MUST failed, the baseline is stale, or --strict and a warning; 3 unreachable."""
         if self.fatal is not None:
             return 3
         if self.failures() or (self.baseline is not None and self.baseline.stale):
+            return 1
+        if self.strict and self.warnings():
             return 1
         return 0
 
@@ -133,6 +140,7 @@ class Report:
             "checks": [r.to_json() for r in self.results],
             "summary": self.counts(),
             "expected_failures": asdict(self.baseline) if self.baseline is not None else None,
+            "strict": self.strict,
             "verdict": "PASS" if self.exit_code == 0 else "FAIL",
             "exit_code": self.exit_code,
         }

@@ -21,9 +21,24 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pydantic import TypeAdapter
 
-__all__ = ["ConnectFailure", "ErrorInfo", "Exchange", "Held", "Peer", "Pool", "Target", "connect", "short"]
+__all__ = [
+    "EXTENSION_ID",
+    "MAX_PAGES",
+    "ConnectFailure",
+    "ErrorInfo",
+    "Exchange",
+    "Held",
+    "Peer",
+    "Pool",
+    "Target",
+    "connect",
+    "short",
+]
 
 _RAW: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
+# The extension's key in the server capabilities (`experimental` in 2025-11-25, `extensions` in 2026-07-28).
+EXTENSION_ID = "io.github.mcp-pd/progressive-disclosure"
+MAX_PAGES = 1000
 Mode = Literal["legacy", "auto", "2026-07-28"]
 
 
@@ -149,10 +164,13 @@ def _classify(exc: BaseException, target: Target, stderr: str) -> ConnectFailure
 class Peer:
     """One connected client (one MCP session, when the era has sessions), recording raw exchanges."""
 
-    def __init__(self, client: Client, mode: Mode, timeout: float) -> None:
+    def __init__(self, client: Client, mode: Mode, timeout: float, reads: list[Exchange] | None = None) -> None:
         self.client = client
         self.mode = mode
         self.timeout = timeout
+        self.pagination_problems: list[str] = []
+        # Every resources/read of this run (shared by the run's peers), for resource-read/complete-responses.
+        self.reads: list[Exchange] = reads if reads is not None else []
 
     @property
     def protocol_version(self) -> str:
@@ -181,15 +199,27 @@ class Peer:
         params = types.PaginatedRequestParams(cursor=cursor)
         return await self._send(types.ListResourcesRequest(params=params), "resources/list", _dump(params))
 
-    async def list_resource_templates(self) -> Exchange:
-        params = types.PaginatedRequestParams()
+    async def list_resource_templates(self, cursor: str | None = None) -> Exchange:
+        params = types.PaginatedRequestParams(cursor=cursor)
         return await self._send(
             types.ListResourceTemplatesRequest(params=params), "resources/templates/list", _dump(params)
         )
 
+    def extension_settings(self) -> dict[str, Any] | None:
+        """The progressive-disclosure entry of the server's capabilities (`experimental` or `extensions`), if any."""
+        caps = self.client.server_capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
+        for field_name in ("extensions", "experimental"):
+            group = caps.get(field_name)
+            value = group.get(EXTENSION_ID) if isinstance(group, dict) else None
+            if isinstance(value, dict):
+                return value
+        return None
+
     async def read(self, uri: str) -> Exchange:
         params = types.ReadResourceRequestParams(uri=uri)
-        return await self._send(types.ReadResourceRequest(params=params), "resources/read", {"uri": uri})
+        exchange = await self._send(types.ReadResourceRequest(params=params), "resources/read", {"uri": uri})
+        self.reads.append(exchange)
+        return exchange
 
     async def call(self, name: str, arguments: dict[str, Any]) -> Exchange:
         params = types.CallToolRequestParams(name=name, arguments=arguments)
@@ -197,21 +227,39 @@ class Peer:
             types.CallToolRequest(params=params), "tools/call", {"name": name, "arguments": arguments}
         )
 
-    async def paginate(self, method: Literal["tools", "resources"]) -> tuple[list[dict[str, Any]], Exchange]:
-        """Every item of a paginated listing, and the last exchange (its error, if one stopped the listing)."""
+    async def paginate(
+        self, method: Literal["tools", "resources", "resourceTemplates"]
+    ) -> tuple[list[dict[str, Any]], Exchange]:
+        """Every item of a paginated listing, and the last exchange (its error, if one stopped the listing).
+
+        Follows nextCursor for at most `MAX_PAGES` pages; a cursor that repeats or never ends is recorded
+        in `pagination_problems` (the listing is then what was gathered so far).
+        """
         items: list[dict[str, Any]] = []
         cursor: str | None = None
         seen: set[str] = set()
-        while True:
-            exchange = await (self.list_tools(cursor) if method == "tools" else self.list_resources(cursor))
+        lister = {
+            "tools": self.list_tools,
+            "resources": self.list_resources,
+            "resourceTemplates": self.list_resource_templates,
+        }[method]
+        for _page in range(MAX_PAGES):
+            exchange = await lister(cursor)
             if exchange.result is None:
                 return items, exchange
             page = exchange.result.get(method)
             items.extend(item for item in (page if isinstance(page, list) else []) if isinstance(item, dict))
             cursor = exchange.result.get("nextCursor")
-            if not isinstance(cursor, str) or not cursor or cursor in seen or len(seen) > 1000:
+            if not isinstance(cursor, str) or not cursor:
+                return items, exchange
+            if cursor in seen:
+                self.pagination_problems.append(
+                    f"{exchange.method} returned the cursor {short(cursor, 60)!r} twice (page {len(seen) + 2})"
+                )
                 return items, exchange
             seen.add(cursor)
+        self.pagination_problems.append(f"{exchange.method} still returned a nextCursor after {MAX_PAGES} pages")
+        return items, exchange
 
 
 def _dump(params: Any) -> dict[str, Any]:
@@ -235,7 +283,7 @@ class _Stderr:
 
 
 @asynccontextmanager
-async def connect(target: Target, mode: Mode) -> AsyncIterator[Peer]:
+async def connect(target: Target, mode: Mode, reads: list[Exchange] | None = None) -> AsyncIterator[Peer]:
     """Open one client on `target` in `mode`; raises `ConnectFailure` when no MCP session can be opened.
 
     A stdio server is started with this process's environment and its stderr is kept (shown on failure).
@@ -256,7 +304,7 @@ async def connect(target: Target, mode: Mode) -> AsyncIterator[Peer]:
         except Exception as exc:
             raise _classify(exc, target, stderr.tail()) from None
         try:
-            yield Peer(client, mode, target.timeout)
+            yield Peer(client, mode, target.timeout, reads)
         finally:
             with suppress(Exception):  # a server that dies on disconnect is not this run's finding
                 await client.__aexit__(None, None, None)
@@ -282,6 +330,7 @@ class Pool:
     def __init__(self) -> None:
         self._tg: TaskGroup | None = None
         self._releases: list[anyio.Event] = []
+        self.reads: list[Exchange] = []  # every resources/read sent through any session of the pool
 
     async def __aenter__(self) -> Pool:
         self._tg = anyio.create_task_group()
@@ -303,7 +352,7 @@ class Pool:
 
         async def hold() -> None:
             try:
-                async with connect(target, mode) as peer:
+                async with connect(target, mode, self.reads) as peer:
                     box["peer"] = peer
                     ready.set()
                     await release.wait()

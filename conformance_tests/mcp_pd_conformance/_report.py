@@ -27,6 +27,8 @@ def _paint(text: str, code: str, color: bool) -> str:
 
 
 def _section_key(section: str) -> tuple[int, ...]:
+    if section.startswith("I-"):  # the project's interpretations come after the spec's sections
+        return (1000, int(section[2:]))
     return tuple(int(part) for part in section.split("."))
 
 
@@ -58,6 +60,8 @@ def verdict(report: Report) -> str:
     if report.baseline is not None and report.baseline.stale:
         return f"VERDICT: FAIL (exit {code}): stale expected failures (now passing): {', '.join(report.baseline.stale)}"
     warnings = sum(1 for r in report.results if r.status is Status.WARNING)
+    if code == 1 and report.strict:
+        return f"VERDICT: FAIL (exit 1): --strict and {len(report.warnings())} WARNING(s)"
     return f"VERDICT: PASS (exit 0): every MUST check passed ({warnings} SHOULD warning(s))"
 
 

@@ -17,9 +17,12 @@ from ._checks import (
     tools_list,
     unfetched_tool_note,
 )
+from ._definitions import judge_reads, learn_definitions, schema_valid
+from ._grants import GrantsSession, finish_grants, open_grants
 from ._model import EraInfo, Report, Status
-from ._probe import ConnectFailure, Held, Mode, Pool, Target
+from ._probe import MAX_PAGES, ConnectFailure, Held, Mode, Peer, Pool, Target
 from ._record import Recorder
+from ._selection import selection_parsing
 from ._sessions import (
     EraSession,
     finish_era,
@@ -36,7 +39,7 @@ __all__ = ["ERAS", "Options", "run_suite", "select_checks"]
 
 Era = Literal["legacy", "2026-07-28"]
 ERAS: tuple[Era, ...] = ("legacy", "2026-07-28")
-_CALLING = frozenset({"authorization", "isolation", "session-end", "sessionless"})
+_CALLING = frozenset({"authorization", "grants", "isolation", "session-end", "sessionless"})
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class Options:
     call_tool: str | None = None
     call_args: dict[str, Any] | None = None
     expected_failures: tuple[str, ...] | None = None
+    strict: bool = False
+    grant_hold: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.eras or any(e not in ERAS for e in self.eras):
@@ -58,6 +63,8 @@ class Options:
             validate_selector(token)
         if self.call_args is not None and self.call_tool is None:
             raise ValueError("call_args needs call_tool")
+        if self.grant_hold < 0:
+            raise ValueError("grant_hold must not be negative")
 
 
 def _matches(token: str, spec: CheckSpec) -> bool:
@@ -77,19 +84,28 @@ async def run_suite(options: Options, progress: Callable[[str], None] | None = N
     """Run every selected scenario against `options.target` and return the report."""
     started = time.monotonic()
     say = progress or (lambda _message: None)
-    report = Report(target=options.target.describe())
+    report = Report(target=options.target.describe(), strict=options.strict)
     rec = Recorder()
     wanted = select_checks(options.only, options.skip)
+    scenarios = {spec.scenario for spec in wanted}
+    disc = Discovery()
     async with Pool() as pool:
-        await _run(pool, options, report, rec, {spec.scenario for spec in wanted}, say)
+        await _run(pool, options, report, rec, disc, scenarios, say)
+        if "resource-read" in scenarios:
+            judge_reads(rec, disc, pool.reads)
     return _finish(report, rec, wanted, options, started)
 
 
 async def _run(
-    pool: Pool, options: Options, report: Report, rec: Recorder, scenarios: set[str], say: Callable[[str], None]
+    pool: Pool,
+    options: Options,
+    report: Report,
+    rec: Recorder,
+    disc: Discovery,
+    scenarios: set[str],
+    say: Callable[[str], None],
 ) -> None:
     target = options.target
-    disc = Discovery()
     say(f"connecting ({target.describe()})")
     try:
         first: Held = await pool.open(target, "legacy" if "legacy" in options.eras else "auto")
@@ -104,12 +120,15 @@ async def _run(
     await tools_list(peer, rec, disc)
     say("resource-listing")
     await resource_listing(peer, rec, disc)
+    await peer.paginate("resourceTemplates")
+    _judge_pagination(rec, peer)
     if disc.no_resource_reason:
         report.notes.append(f"{disc.no_resource_reason}.")
 
     calling = bool(scenarios & _CALLING)
     sessions: list[EraSession] = []
     pinned: Held | None = None
+    grants: GrantsSession | None = None
     if calling:
         # Unfetched-call probes first, before any era session fetches anything (see _sessions).
         if options.call_tool is None:
@@ -131,6 +150,11 @@ async def _run(
                 report.eras.append(session.info)
                 if era == "2026-07-28":
                     default = session.info
+        if "grants" in scenarios:
+            say("grants")
+            # In a session-bearing era when one is selected: a grant needs a session.
+            grants_mode: Mode = "legacy" if "legacy" in options.eras else "auto"
+            grants = await open_grants(pool, target, grants_mode, rec, disc, options.call_args)
         if "sessionless" in scenarios:
             if "2026-07-28" not in options.eras:
                 rec.skip_scenario("sessionless", "--era legacy: the sessionless 2026-07-28 protocol was not selected")
@@ -140,9 +164,14 @@ async def _run(
                 say("sessionless")
                 pinned = await open_sessionless(pool, target, rec, disc, default)
 
+    if "resource-read" in scenarios or calling:
+        await learn_definitions(peer, disc)
     if "resource-read" in scenarios:
         say("resource-read")
         await resource_read(peer, rec, disc)
+        if disc.base is not None and disc.tools:
+            await selection_parsing(peer, rec, disc)
+            schema_valid(rec, disc)
     if "missing-selection" in scenarios:
         say("missing-selection")
         await missing_selection(peer, rec, disc)
@@ -153,8 +182,22 @@ async def _run(
         say(f"authorization [{session.era}]")
         await finish_era(pool, target, session, rec, disc, say)
     await finish_sessionless(pinned, rec, disc)
+    if grants is not None:
+        say("grants")
+        await finish_grants(pool, target, grants, rec, disc, options.grant_hold)
     if calling and disc.base is not None:
         report.notes.append(unfetched_tool_note(disc))
+
+
+def _judge_pagination(rec: Recorder, peer: Peer) -> None:
+    if peer.pagination_problems:
+        rec.fail(
+            "tools-list/pagination",
+            "; ".join(peer.pagination_problems),
+            expected=f"nextCursor only while more items follow, each cursor once, within {MAX_PAGES} pages",
+        )
+    else:
+        rec.ok("tools-list/pagination", "tools/list, resources/list and resources/templates/list cursors ended")
 
 
 def _connect_failed(report: Report, rec: Recorder, exc: ConnectFailure) -> None:

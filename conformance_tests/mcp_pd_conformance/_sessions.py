@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 
 from ._checks import NO_RESOURCE, Discovery, SafeTool, selection_uri
+from ._definitions import learn_definitions
 from ._documents import (
     SESSIONLESS_VERSIONS,
     TOOL_DESCRIPTION_REQUIRED,
@@ -46,10 +47,6 @@ _ERA_SCENARIOS = ("authorization", "isolation", "session-end")
 
 
 # -- which tool ---------------------------------------------------------------------------------------
-_HINT_BATCH = 10
-_HINT_READS = 5
-
-
 def _read_only(annotations: object) -> bool:
     return isinstance(annotations, dict) and annotations.get("readOnlyHint") is True
 
@@ -57,34 +54,18 @@ def _read_only(annotations: object) -> bool:
 async def learn_hints(peer: Peer, disc: Discovery) -> None:
     """Fill `disc.hints` from the definitions when the listing carries no annotations at all.
 
-    Reads in listing order, stops at the first read-only tool, and spends at most `_HINT_READS` reads
-    (a rate-limited server must keep its budget for the checks). A refused batch is retried one name
-    at a time, for servers that allow fewer names per read. Runs in the discovery session: on a server
-    whose grants leak between sessions the later unfetched-call probe of that tool is then let through,
-    which the suite reports as a gate failure (PD-5.1-02) besides the isolation failure.
+    Reads the definitions of the first tools (see _definitions.learn_definitions: a bounded number of
+    batched reads, so a rate-limited server keeps its budget for the checks). Runs in the discovery
+    session: on a server whose grants leak between sessions the later unfetched-call probe of that tool
+    is then let through, which the suite reports as a gate failure (PD-5.1-02) besides the isolation failure.
     """
-    if disc.base is None or any(isinstance(t.get("annotations"), dict) for t in disc.tools):
+    if disc.base is None or any(isinstance(t.get("annotations"), dict) for t in disc.gated_tools):
         return
-    pending, size, reads = list(disc.names), _HINT_BATCH, 0
-    while pending and reads < _HINT_READS:
-        batch, reads = pending[:size], reads + 1
-        body = read_body(await peer.read(selection_uri(disc.base, *batch)))
-        if body.mapping is None:
-            if size == 1:
-                disc.hints_problem = f"a read of {batch[0]}'s definition failed ({body.problem})"
-                return
-            size = 1  # perhaps fewer names per read are allowed
-            continue
-        pending = pending[len(batch) :]
-        for name in batch:
-            entry = body.mapping.get(name)
-            if isinstance(entry, dict) and isinstance(entry.get("annotations"), dict):
-                disc.hints[name] = entry["annotations"]
-        if any(_read_only(disc.hints.get(name)) for name in batch):
-            return
-    if pending:
-        read = len(disc.names) - len(pending)
-        disc.hints_problem = f"the suite read the definitions of the first {read} tools only ({_HINT_READS} reads)"
+    await learn_definitions(peer, disc)
+    unread = [name for name in disc.names if name not in disc.entries]
+    if unread:
+        read = len(disc.names) - len(unread)
+        disc.hints_problem = f"the suite read the definitions of {read} of {len(disc.names)} tools only"
 
 
 def pick_probe(disc: Discovery, call_tool: str | None, call_args: dict[str, Any] | None) -> None:
@@ -98,7 +79,7 @@ def pick_probe(disc: Discovery, call_tool: str | None, call_args: dict[str, Any]
             return
         disc.probe, disc.probe_arguments, disc.probe_source = call_tool, dict(call_args or {}), "--call-tool"
         return
-    listed = [t["name"] for t in disc.tools if _read_only(t.get("annotations"))]
+    listed = [t["name"] for t in disc.gated_tools if _read_only(t.get("annotations"))]
     fetched = [name for name in disc.names if _read_only(disc.hints.get(name))]
     if listed:
         disc.probe, disc.probe_source = listed[0], "readOnlyHint=true"
@@ -119,7 +100,9 @@ async def learn_arguments(peer: Peer, disc: Discovery, call_args: dict[str, Any]
     if call_args is not None:
         disc.safe = SafeTool(disc.probe, call_args, "--call-tool with --args")
         return
-    entry = (read_body(await peer.read(selection_uri(disc.base, disc.probe))).mapping or {}).get(disc.probe)
+    entry = disc.entries.get(disc.probe)
+    if entry is None:
+        entry = (read_body(await peer.read(selection_uri(disc.base, disc.probe))).mapping or {}).get(disc.probe)
     arguments = example_arguments(entry) if isinstance(entry, dict) else None
     if arguments is None:
         disc.safe_reason = (

@@ -38,7 +38,16 @@ class Requirement:
 
 
 def _reqs(*rows: tuple[str, str, str]) -> dict[str, Requirement]:
-    return {rid: Requirement(rid, rid.split("-")[1], level, text) for rid, level, text in rows}
+    return {rid: Requirement(rid, _section(rid), level, text) for rid, level, text in rows}
+
+
+# Beyond the spec: the project's own interpretations (PDX-<AREA>-<nn>), cited with the interpretation
+# that states them. Checks citing only these are SHOULD: another implementation gets a WARNING.
+_PDX_SECTIONS: Final[dict[str, str]] = {"PDX-PARSE-01": "I-3", "PDX-PARSE-02": "I-3", "PDX-PARSE-03": "I-3"}
+
+
+def _section(rid: str) -> str:
+    return _PDX_SECTIONS[rid] if rid.startswith("PDX-") else rid.split("-")[1]
 
 
 REQUIREMENTS: Final[dict[str, Requirement]] = _reqs(
@@ -87,6 +96,9 @@ REQUIREMENTS: Final[dict[str, Requirement]] = _reqs(
     ("PD-6.2-01", "MUST", "the TOOL_DESCRIPTION_REQUIRED document: code, message naming the tool, resource_uri"),
     ("PD-6.3-01", "SHOULD", "an unknown name gets an {error, available_tools} entry"),
     ("PD-7.2-03", "MAY", "served descriptions may carry version information"),
+    ("PDX-PARSE-01", "MUST", "?tools= values are percent-decoded, trimmed, merged and de-duplicated (ours, I-3)"),
+    ("PDX-PARSE-02", "MUST", "other query parameters beside tools are ignored (ours, I-3)"),
+    ("PDX-PARSE-03", "MUST", "a selection that names no tool (blank, commas only) is MISSING_TOOL_SELECTION (ours)"),
 )
 
 SECTION_TITLES: Final[dict[str, str]] = {
@@ -103,6 +115,7 @@ SECTION_TITLES: Final[dict[str, str]] = {
     "6.2": "Tool description required error",
     "6.3": "Tool not found error",
     "7.2": "Caching considerations",
+    "I-3": "Parsing ?tools= (the project's interpretation, not the spec: WARNING only)",
 }
 
 
@@ -158,6 +171,14 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         "Answer tools/list with every tool the caller may use.",
     ),
     _c(
+        "tools-list/pagination",
+        M,
+        ("PD-3.1-01", "PD-4.1-01"),
+        "tools/list, resources/list and resources/templates/list cursors end and never repeat",
+        "Return nextCursor only while more items follow, never the same cursor twice; the suite follows at most "
+        "1000 pages.",
+    ),
+    _c(
         "tools-list/minimal-schema",
         M,
         ("PD-3.1-01", "PD-3.1-04", "PD-2-01"),
@@ -193,6 +214,35 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         ("PD-3.1-03",),
         "tools/list descriptions convey the tool's purpose",
         "Say what the tool does and when to use it in a short sentence, not just its name.",
+    ),
+    _c(
+        "tools-list/distinct-descriptions",
+        M,
+        ("PD-3.1-02",),
+        "no two tools share one description (a placeholder cannot select a tool)",
+        "Give every tool its own one-line purpose; a placeholder such as 'see tool_descriptions' on every tool "
+        "leaves nothing to choose by.",
+    ),
+    _c(
+        "tools-list/no-parameter-docs",
+        M,
+        ("PD-3.1-04",),
+        "listed descriptions document no parameters (any docstring style) and show no call examples",
+        "Move ':param', 'Args:', '@param' and 'Parameters' sections and example calls into the full description.",
+    ),
+    _c(
+        "tools-list/no-hidden-detail",
+        M,
+        ("PD-3.1-04",),
+        "no parameter schema, example or usage text hides in title, annotations, _meta or outputSchema",
+        "Keep title short, annotations to the MCP hints, and _meta/outputSchema free of parameters and examples.",
+    ),
+    _c(
+        "tools-list/extension-tools",
+        N,
+        ("PD-3.1-05",),
+        "which listed tools belong to the extension itself (describe/search tools), exempt from the gate",
+        "",
     ),
     _c(
         "tools-list/schema-form",
@@ -356,6 +406,70 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         "Match names exactly as listed by tools/list: no case folding, no fuzzy matching.",
     ),
     _c(
+        "resource-read/punctuation-match",
+        M,
+        ("PD-4.3-03",),
+        "a name differing only in punctuation is not served as the tool",
+        "Match names exactly as listed: no stripping or swapping of '_', '-' or '.'.",
+    ),
+    _c(
+        "resource-read/several-names",
+        M,
+        ("PD-4.3-02", "PD-4.4-02"),
+        "?tools=a,b,c (three or more names) returns exactly those tools",
+        "Split the tools parameter on every comma; do not cap the selection at one or two names.",
+    ),
+    _c(
+        "resource-read/mixed-known-unknown",
+        M,
+        ("PD-4.3-02", "PD-4.4-01"),
+        "a read naming known and unknown tools still serves the known ones",
+        "Serve each known name and give each unknown one an error entry; never fail the whole read.",
+    ),
+    _c(
+        "resource-read/encoded-selection",
+        S,
+        ("PDX-PARSE-01",),
+        "percent-encoded names, %2C, spaces around names, repeated tools= and duplicates select the same tools",
+        "Percent-decode the value, split on commas, trim, merge repeated tools= parameters, drop duplicates.",
+    ),
+    _c(
+        "resource-read/other-parameters",
+        S,
+        ("PDX-PARSE-02",),
+        "other query parameters beside tools= do not change the selection",
+        "Ignore query parameters other than tools.",
+    ),
+    _c(
+        "resource-read/schema-valid",
+        M,
+        ("PD-3.2-02", "PD-3.2-03"),
+        "each served inputSchema is a valid JSON Schema and every example's input validates against it",
+        "Keep the served schema and the examples in step; an example the schema rejects teaches a failing call.",
+    ),
+    _c(
+        "resource-read/content-items",
+        M,
+        ("PD-4.4-01", "PD-4.4-03"),
+        "every read returns one content item holding the whole JSON object",
+        "Return exactly one text content item; put nothing else (notes, instructions) in further items.",
+    ),
+    _c(
+        "resource-read/content-mime-type",
+        S,
+        ("PD-4.1-05",),
+        "every content item of a read is application/json",
+        'Set "mimeType": "application/json" on the content item too.',
+    ),
+    _c(
+        "resource-read/complete-responses",
+        M,
+        ("PD-4.4-01",),
+        "no successful read during the run silently left out a requested, listed tool",
+        "When a read must be limited, refuse it with an error (e.g. RATE_LIMITED and retry_after_seconds); "
+        "never answer with fewer tools than requested.",
+    ),
+    _c(
         "resource-read/unknown-tool-entry",
         S,
         ("PD-6.3-01",),
@@ -382,6 +496,13 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         ("PD-4.3-04",),
         "a read with an empty ?tools= returns MISSING_TOOL_SELECTION",
         "Treat ?tools= with no names like a missing parameter.",
+    ),
+    _c(
+        "missing-selection/blank-selection",
+        S,
+        ("PDX-PARSE-03", "PD-4.3-04"),
+        "?tools=,, / ?tools=%20 / ?tools (no =) / ?other=x name no tool and get MISSING_TOOL_SELECTION",
+        "Ignore empty and blank names; when none is left, answer MISSING_TOOL_SELECTION.",
     ),
     _c(
         "missing-selection/error-document",
@@ -427,6 +548,62 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         ("PD-5.1-03",),
         "the authorization survives further calls in the session",
         "Keep grants until the session ends; never consume them on use.",
+    ),
+    _c(
+        "grants/every-tool-gated",
+        M,
+        ("PD-5.1-02", "PD-2-03"),
+        "every safe (read-only) tool is refused when called unfetched, not only the first",
+        "Gate every tool the extension discloses, not a subset.",
+    ),
+    _c(
+        "grants/repeated-unfetched-refused",
+        M,
+        ("PD-5.1-02",),
+        "a second and third unfetched call of the same tool are refused too",
+        "Refuse every unfetched call; a refusal must not count as a fetch.",
+    ),
+    _c(
+        "grants/refused-read-grants-nothing",
+        M,
+        ("PD-5.1-02", "PD-5.1-01"),
+        "reads without a selection, of unknown names, or of case/punctuation variants authorize nothing",
+        "Grant only the listed names a read actually served; an error entry or a refused read grants nothing.",
+    ),
+    _c(
+        "grants/read-other-refused",
+        M,
+        ("PD-5.1-02", "PD-5.1-01"),
+        "reading tool X does not authorize tool Y",
+        "Record a grant per tool served, never for the whole catalog.",
+    ),
+    _c(
+        "grants/each-read-tool-authorized",
+        M,
+        ("PD-5.1-01",),
+        "one read of several tools authorizes each of them, wherever it stands in the list",
+        "Grant every tool a read served, not only the first.",
+    ),
+    _c(
+        "grants/mixed-read-authorizes-known",
+        M,
+        ("PD-5.1-01",),
+        "a read that mixes known and unknown names authorizes the known ones",
+        "An unknown name in the selection must not cancel the grants of the known ones.",
+    ),
+    _c(
+        "grants/persist-through-session",
+        M,
+        ("PD-5.1-03",),
+        "grants still hold after a longer stretch of other requests (and, with --grant-hold, of waiting)",
+        "Keep grants for the life of the session; do not expire them after some requests or seconds.",
+    ),
+    _c(
+        "grants/required-truthful",
+        M,
+        ("PD-3.2-02",),
+        "a schema that requires nothing is not contradicted by the tool rejecting a call without arguments",
+        "Serve the schema the tool validates against, with its required list.",
     ),
     _c(
         "isolation/other-session-refused",

@@ -6,9 +6,10 @@ import argparse
 import contextlib
 import gc
 import importlib
+import importlib.util
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,182 @@ def _serve_parser(sub: Any) -> None:
         action="store_true",
         help="keep title and annotations in tools/list entries (default: only in the fetched definition)",
     )
+    p.add_argument(
+        "--mode",
+        choices=("eager", "progressive", "catalog"),
+        default="progressive",
+        help="progressive: spec v2.1 with the describe_tools tool (default); eager: full definitions listed, nothing "
+        "enforced (the baseline and the escape hatch); catalog: a fixed tools/list of search_tools, browse_tools, "
+        "describe_tools and call_tool, for thousands of tools (categories: one subfolder of --descriptions each)",
+    )
+    p.add_argument(
+        "--pin", action="append", default=[], metavar="TOOL", help="catalog mode: also list this tool (repeatable)"
+    )
+    p.add_argument(
+        "--lexical",
+        action="store_true",
+        help="catalog mode: search without the embedding model even when the semantic extra is installed",
+    )
+    p.add_argument(
+        "--no-describe-tool",
+        action="store_true",
+        help="do not serve the describe_tools tool (models must read resource:///tool_descriptions themselves)",
+    )
+    p.add_argument("--page-size", type=_positive(_count), default=1000, help="tools per tools/list page (default 1000)")
+    p.add_argument(
+        "--redis",
+        metavar="URL",
+        help="keep grants and the fetch rate limit in Redis (redis://host:port/db): shared by replicas, kept across "
+        "restarts; needs the redis extra",
+    )
+    p.add_argument(
+        "--redis-prefix", default="mcp-pd:", help="key prefix in Redis, one per deployment (default mcp-pd:)"
+    )
+    p.add_argument(
+        "--bearer-tokens",
+        type=Path,
+        metavar="FILE",
+        help="HTTP: require a bearer token from this JSON file ({token: {client_id, subject}}); grants are then kept "
+        "per principal (spec/sessions.md)",
+    )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    _http_limit_flags(p)
+
+
+def _count(text: str) -> int:
+    """A whole number, 0 or more (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    """A finite number of seconds, 0 or more (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, 0 or more, not {text}")
+    return value
+
+
+def _positive(parse: Callable[[str], float]) -> Callable[[str], float]:
+    """`parse`, refusing 0."""
+
+    def parsed(text: str) -> float:
+        value = parse(text)
+        if value == 0:
+            raise argparse.ArgumentTypeError("must be more than 0")
+        return value
+
+    return parsed
+
+
+def _http_limit_flags(p: argparse.ArgumentParser) -> None:
+    from ._http import HttpLimits
+
+    d = HttpLimits()
+    g = p.add_argument_group(
+        "HTTP limits (--transport http)",
+        "What one server lets its clients hold. DNS-rebinding protection (Host and Origin checks) is always on: "
+        "on loopback 127.0.0.1, localhost and [::1] are allowed; any other --host needs --allowed-host.",
+    )
+    # Defaults are None so that giving a flag where it has no effect (stdio, --stateless) is an error, not a no-op.
+    g.add_argument(
+        "--max-sessions",
+        type=_count,
+        metavar="N",
+        help=f"open sessions at once; one more gets 503 until one ends (default {d.max_sessions}; 0: no cap)",
+    )
+    g.add_argument(
+        "--session-idle-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="end a session (and its grants) after this long with no request in flight; an open SSE stream counts "
+        f"as one (default {d.session_idle_timeout:g}; 0: never)",
+    )
+    g.add_argument(
+        "--max-body-size",
+        type=_positive(_count),
+        metavar="BYTES",
+        help=f"largest request body; larger ones get 413 (default {d.max_body_bytes})",
+    )
+    g.add_argument(
+        "--request-timeout",
+        type=_positive(_seconds),
+        metavar="SECONDS",
+        help="time a client has to send a request's headers (from connecting, or from the request's first byte), "
+        "and again its body, before it gets 408 and is disconnected; responses, SSE streams included, are not "
+        "limited "
+        f"(default {d.request_timeout:g})",
+    )
+    g.add_argument(
+        "--keep-alive-timeout",
+        type=_positive(_seconds),
+        metavar="SECONDS",
+        help=f"close a connection idle this long between requests (default {d.keep_alive_timeout:g})",
+    )
+    g.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="a Host header value to accept (repeatable; a bare HOST accepts any port); required when --host is "
+        "not a loopback address; others get 421",
+    )
+    g.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="SCHEME://HOST[:PORT]",
+        help="a browser Origin to accept (repeatable); requests without Origin pass, others get 403",
+    )
+
+
+_SESSION_FLAGS = ("max_sessions", "session_idle_timeout")
+_HTTP_FLAGS = (
+    *_SESSION_FLAGS,
+    "max_body_size",
+    "request_timeout",
+    "keep_alive_timeout",
+    "allowed_host",
+    "allowed_origin",
+)
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def _http_settings(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The HTTP limits and Host/Origin rules the flags ask for; SystemExit with the reason if they cannot hold."""
+    from ._http import HttpLimits, transport_security
+
+    given = [dest for dest in _HTTP_FLAGS if getattr(args, dest) not in (None, [])]
+    if args.transport != "http" and given:
+        raise SystemExit(f"mcp-pd serve: {_flag(given[0])} applies to --transport http only")
+    if args.stateless and (session_flags := [d for d in given if d in _SESSION_FLAGS]):
+        raise SystemExit(f"mcp-pd serve: {_flag(session_flags[0])} has no effect with --stateless (no sessions)")
+    d = HttpLimits()
+    limits = HttpLimits(
+        max_sessions=(args.max_sessions or None) if args.max_sessions is not None else d.max_sessions,
+        session_idle_timeout=(
+            (args.session_idle_timeout or None) if args.session_idle_timeout is not None else d.session_idle_timeout
+        ),
+        max_body_bytes=args.max_body_size or d.max_body_bytes,
+        request_timeout=args.request_timeout or d.request_timeout,
+        keep_alive_timeout=args.keep_alive_timeout or d.keep_alive_timeout,
+    )
+    try:
+        security = transport_security(args.host, args.allowed_host, args.allowed_origin)
+    except ValueError as exc:
+        raise SystemExit(f"mcp-pd serve: {exc}") from None
+    return limits, security
 
 
 def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
@@ -56,7 +232,24 @@ def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
         "watch": not args.no_watch,
         "list_annotations": args.list_annotations,
         "fetch_rate": RateLimit(args.fetch_rate, args.fetch_burst) if args.fetch_rate > 0 else None,
+        "mode": args.mode,
+        "describe_tool": not args.no_describe_tool,
+        "page_size": args.page_size,
     }
+    if args.mode == "catalog":
+        options["pinned"] = args.pin
+        options["semantic"] = "off" if args.lexical else "auto"
+    if args.session_idle_timeout:
+        # Grants kept without a transport session (the sessionless policy) expire on the same clock.
+        options["session_idle_timeout"] = args.session_idle_timeout
+    if args.redis:
+        if importlib.util.find_spec("redis") is None:
+            raise SystemExit(
+                "mcp-pd serve: --redis needs the redis client: pip install 'mcp-progressive-disclosure[redis]'"
+            )
+        options.update(redis=args.redis, redis_prefix=args.redis_prefix)
+    if args.bearer_tokens is not None and args.transport != "http":
+        raise SystemExit("mcp-pd serve: --bearer-tokens applies to --transport http only (stdio has no tokens)")
     if args.simulate:
         if args.descriptions is None:
             raise SystemExit("mcp-pd serve: --simulate needs --descriptions DIR")
@@ -88,12 +281,19 @@ def _serve(args: argparse.Namespace) -> int:
     from ._extension import _lowlevel
 
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    limits, security = _http_settings(args)  # refused before anything is loaded
     server, pd, label = _build(args)
     lowlevel = _lowlevel(server)
 
     async def run() -> None:
         for line in await _preflight(server, pd):
             print(f"mcp-pd: {line}", file=sys.stderr)
+        if args.redis:
+            problem = await pd.grants.ping()
+            state = f"unavailable now ({problem}): gated calls fail closed until it answers" if problem else "reachable"
+            print(
+                f"mcp-pd: grants in Redis at {pd.grants.where} (prefix {args.redis_prefix!r}): {state}", file=sys.stderr
+            )
         # Everything built so far (definitions, catalog) lives as long as the server: move it out of the
         # collector's way, so full collections stop walking a large catalog inside request handlers.
         gc.collect()
@@ -107,12 +307,30 @@ def _serve(args: argparse.Namespace) -> int:
             async with stdio_server() as (read, write):
                 await lowlevel.run(read, write, options)
             return
-        import uvicorn
+        from ._http import describe_http, http_server
 
-        app = lowlevel.streamable_http_app(stateless_http=args.stateless, host=args.host)
-        config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+        http = http_server(
+            lowlevel,
+            host=args.host,
+            port=args.port,
+            security=security,
+            limits=limits,
+            stateless=args.stateless,
+            log_level=args.log_level.lower(),
+        )
+        if args.bearer_tokens is not None:
+            from ._auth import StaticTokenVerifier, require_bearer
+
+            try:
+                verifier = StaticTokenVerifier.from_file(args.bearer_tokens)
+            except ValueError as exc:
+                raise SystemExit(f"mcp-pd serve: {exc}") from None
+            http.config.app = require_bearer(http.config.app, verifier)
+            print(f"mcp-pd: bearer tokens required ({len(verifier)} known); grants kept per principal", file=sys.stderr)
+        for line in describe_http(limits, security, stateless=args.stateless):
+            print(f"mcp-pd: {line}", file=sys.stderr)
         print(f"mcp-pd: serving the {label} on http://{args.host}:{args.port}/mcp", file=sys.stderr)
-        await uvicorn.Server(config).serve()
+        await http.serve()
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(run)
@@ -136,6 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _delegate("mcp_pd_conformance", argv[1:])
     if argv and argv[0] == "demo":
         return _delegate("mcp_pd_agent", argv[1:])
+    if argv and argv[0] in ("proxy", "export"):
+        return _delegate("mcp_pd.gateway", argv)
     parser = argparse.ArgumentParser(prog="mcp-pd", description="MCP Progressive Disclosure (spec v2.1) toolkit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{serve,check,demo}")
     _serve_parser(sub)

@@ -2,63 +2,77 @@
 
 It wraps the server's own request handlers (tools/list, tools/call, resources/*, server/discover)
 rather than answering in middleware, so every result still passes the SDK's validation and gets
-each protocol era's envelope. One data path: store -> catalog -> minimal/full views -> grants -> gate.
+each protocol era's envelope. One data path: store -> catalog -> minimal/full views -> describe -> grants
+-> gate (`_disclosure.py` makes those two decisions; this module only maps them onto MCP messages).
 """
 
 from __future__ import annotations
 
 import asyncio
-import difflib
+import base64
+import binascii
 import json
 import logging
-import time
-import weakref
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, Final, Self, TypeAlias
+from typing import Any, Final, Literal, Self, TypeAlias
 
 import mcp_types as types
 from mcp.server.context import HandlerResult, ServerRequestContext
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.mcpserver import MCPServer
-from mcp.server.subscriptions import (
-    InMemorySubscriptionBus,
-    ListenHandler,
-    ResourceUpdated,
-    SubscriptionBus,
-    ToolsListChanged,
-)
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ._announce import Announcer
+from ._disclosure import Described, Disclosure, Refused
 from ._grants import GrantStore, MemoryGrantStore
-from ._guidance import RESOURCE_NAME, resource_description, system_prompt_guidance
-from ._model import (
-    AVAILABLE_TOOLS_LIMIT,
-    DEFAULT_RESOURCE_URI,
-    RATE_LIMITED,
-    SESSION_REQUIRED,
-    missing_tool_selection,
-    tool_description_required,
-    tool_not_found,
+from ._guidance import (
+    RESOURCE_NAME,
+    catalog_guidance,
+    catalog_summary,
+    describe_tool_description,
+    describe_tool_guidance,
+    resource_description,
+    system_prompt_guidance,
 )
-from ._policy import Caller, FetchRateLimiter, RateLimit, ToolPermission
-from ._sessions import SessionKeyHook, SessionlessPolicy, SessionPolicy, SessionResolver, is_http
-from ._store import Catalog, DescriptionStore, ListedTool, listed_name
-from ._uri import SelectionError, is_descriptions_uri, parse_selection
+from ._index import CatalogIndex, Semantic
+from ._metatools import CALL_TOOL, META_TOOLS, SEARCH_TOOL, MetaTools
+from ._model import DEFAULT_RESOURCE_URI, SESSION_REQUIRED, missing_tool_selection
+from ._policy import Caller, FetchLimiter, FetchRateLimiter, RateLimit, ToolPermission
+from ._sessions import SessionKeyHook, SessionlessPolicy, SessionPolicy, SessionResolver, client_address, is_http
+from ._store import Catalog, DescriptionStore, ListedTool
+from ._uri import SelectionError, is_descriptions_uri, parse_selection, select_names
 
-__all__ = ["EXTENSION_ID", "ProgressiveDisclosure"]
+__all__ = ["DESCRIBE_TOOL", "EXTENSION_ID", "Mode", "ProgressiveDisclosure"]
 
 logger = logging.getLogger("mcp_pd")
 
 EXTENSION_ID: Final = "io.github.mcp-pd/progressive-disclosure"
+DESCRIBE_TOOL: Final = "describe_tools"
 _RESOURCE_KEY: Final = "tool_descriptions"
-# A name missing from the catalog triggers a re-listing at most this often (tools added at run time).
-_REFRESH_INTERVAL: Final = 1.0
+_CURSOR_PREFIX: Final = "pd1:"
+# Hosts such as Claude Code cut `instructions` at 2,048 characters: the generated part fits before that.
+_INSTRUCTIONS_BUDGET: Final = 2000
+# The tool summary in them: enough to see what the server offers; tools/list has the rest (each character is
+# paid by every request of every session: benchmarks/README.md, context).
+_SUMMARY_BUDGET: Final = 480
 
+Mode: TypeAlias = Literal["eager", "progressive", "catalog"]
 Handler: TypeAlias = Callable[[ServerRequestContext[Any, Any], Any], Awaitable[HandlerResult]]
-AnyServer: TypeAlias = "MCPServer[Any] | Server[Any]"
+# tools/list entry fields an eager listing keeps from the full definition (the rest is ours, not MCP's).
+_TOOL_FIELDS: Final = (
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    "icons",
+    "execution",
+)
 
 
 def _lowlevel(server: MCPServer[Any] | Server[Any]) -> Server[Any]:
@@ -81,30 +95,43 @@ def _dump(result: HandlerResult) -> dict[str, Any]:
     return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
-def _split_page(result: HandlerResult) -> tuple[dict[str, Any], list[ListedTool]]:
-    """A tools/list page without its tools, and the tools as listed.
+def _split_page(result: HandlerResult) -> tuple[dict[str, Any], list[Any]]:
+    """A tools/list page without its tools, and the tools as listed (the handler's own list, not a copy).
 
     A typed result keeps its `Tool` models: dumping a large listing on every call was most of the
     cost of tools/list at 10k tools (benchmarks/README.md), and the catalog needs only changed tools dumped.
     """
     if isinstance(result, types.ListToolsResult):
-        return result.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"tools"}), list(result.tools)
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"tools"}), result.tools
     page = _dump(result)
     tools = page.pop("tools", None)
-    return page, list(tools) if isinstance(tools, list) else []
+    return page, tools if isinstance(tools, list) else []
 
 
-def _error_result(document: dict[str, Any]) -> types.CallToolResult:
-    """A tool-execution error the model can read and act on (spec/interpretations.md I-1)."""
+def _tool_result(document: dict[str, Any], *, error: bool) -> types.CallToolResult:
+    """A tool result carrying `document` as structured content and as JSON text (I-1)."""
     text = json.dumps(document, ensure_ascii=False)
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content=document, is_error=True
+        content=[types.TextContent(type="text", text=text)], structured_content=document, is_error=error
     )
 
 
-def _read_error(code: str, message: str, **extra: Any) -> MCPError:
-    """A refused read: JSON-RPC -32602 whose data is an error document (I-2)."""
-    return MCPError(types.INVALID_PARAMS, message, {"error": {"code": code, "message": message, **extra}})
+def _encode_cursor(position: int) -> str:
+    return _CURSOR_PREFIX + base64.urlsafe_b64encode(str(position).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> int:
+    try:
+        if not cursor.startswith(_CURSOR_PREFIX):
+            raise ValueError
+        position = int(base64.urlsafe_b64decode(cursor[len(_CURSOR_PREFIX) :].encode()).decode())
+        if position < 0:
+            raise ValueError
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise MCPError(
+            types.INVALID_PARAMS, "Invalid cursor: list again without a cursor.", {"cursor": cursor[:100]}
+        ) from None
+    return position
 
 
 class ProgressiveDisclosure:
@@ -113,17 +140,27 @@ class ProgressiveDisclosure:
     >>> pd = ProgressiveDisclosure("tool_descriptions").install(server)
 
     `descriptions`: directory of `<tool>.json` files enriching (or, in simulation, defining) tools;
-    a tool without a file is described from its registered schema. `permission`: the primary
-    authorization hook. `fetch_rate`: per-session limit on resource reads (None: unlimited).
-    `sessionless` / `session_key`: what to do where the transport has no session (spec/sessions.md).
-    `list_annotations`: keep `title` and `annotations` in `tools/list` entries, for hosts that ask for
-    consent from the listed hints; off by default, they stay in the fetched definition (I-5).
+    a tool without a file is described from its registered schema. `mode`: "progressive" (spec v2.1, the
+    default), "eager" (full definitions listed, nothing enforced: the baseline and the escape hatch) or
+    "catalog" (a fixed tools/list of search_tools, browse_tools, describe_tools and call_tool, plus the `pinned`
+    tools; `semantic` picks the search model: "auto", "off" or an Embedder). `describe_tool`: also serve the
+    `describe_tools` tool, for hosts whose model
+    cannot read resources (interpretations I-13). `permission`: the primary authorization hook. `fetch_rate`:
+    per-session limit on reads (None: unlimited); `rate_limiter` replaces the in-process one (e.g. Redis, shared by
+    replicas). `grants`: where grants live (default in memory). `principal_keys`: key grants on the SDK's
+    authenticated principal when there is one (spec/sessions.md). `sessionless` / `session_key`: what to do where
+    the transport has no session (spec/sessions.md). `redis`: a Redis URL holding grants and the fetch limit, shared
+    by replicas and kept across restarts (the `mcp-pd[redis]` extra; keys start with `redis_prefix`).
+    `list_annotations`: keep `title` and `annotations` in `tools/list` entries (I-5). `page_size`: tools per
+    `tools/list` page (cursor pagination).
     """
 
     def __init__(
         self,
         descriptions: str | Path | None = None,
         *,
+        mode: Mode = "progressive",
+        describe_tool: bool = True,
         resource_uri: str = DEFAULT_RESOURCE_URI,
         permission: ToolPermission | None = None,
         fetch_rate: RateLimit | None = RateLimit(),  # noqa: B008 - frozen value object
@@ -135,27 +172,76 @@ class ProgressiveDisclosure:
         instructions: bool = True,
         grants: GrantStore | None = None,
         list_annotations: bool = False,
+        page_size: int = 1000,
+        pinned: Sequence[str] = (),
+        semantic: Semantic = "auto",
+        rate_limiter: FetchLimiter | None = None,
+        principal_keys: bool = True,
+        redis: str | None = None,
+        redis_prefix: str = "mcp-pd:",
     ) -> None:
         if "?" in resource_uri or "#" in resource_uri:
             raise ValueError("resource_uri is the base URI, without a query or fragment")
         if sessionless not in ("downgrade", "reject"):
             raise ValueError("sessionless must be 'downgrade' or 'reject'")
+        if mode not in ("eager", "progressive", "catalog"):
+            raise ValueError(f"mode must be 'eager', 'progressive' or 'catalog', not {mode!r}")
+        if page_size < 1:
+            raise ValueError("page_size must be at least 1")
+        self.mode: Mode = mode
         self.resource_uri = resource_uri
+        # Catalog mode always has a describe tool: its tools/list names no tool a model could read a resource for.
+        self.describe_tool = DESCRIBE_TOOL if (describe_tool and mode == "progressive") or mode == "catalog" else None
+        self.pinned = tuple(pinned)
         self.store = DescriptionStore(descriptions)
         self.catalog = Catalog(self.store, list_annotations=list_annotations)
+        if redis is not None:
+            if grants is not None or rate_limiter is not None:
+                raise ValueError("redis= builds the grant store and the rate limiter: pass it or grants=/rate_limiter=")
+            from ._redis import RedisGrantStore  # the mcp-pd[redis] extra, imported only when asked for
+
+            grants = RedisGrantStore.from_url(redis, prefix=redis_prefix, idle_timeout=session_idle_timeout)
+            rate_limiter = grants.fetch_limiter(fetch_rate) if fetch_rate is not None else None
         self.grants: GrantStore = grants if grants is not None else MemoryGrantStore(session_idle_timeout)
-        self.sessions = SessionResolver(SessionPolicy(sessionless, session_key), self.grants.forget)
-        self.permission = permission
-        self.rate_limiter = FetchRateLimiter(fetch_rate) if fetch_rate is not None else None
+        self.sessions = SessionResolver(SessionPolicy(sessionless, session_key, principal_keys), self.grants.forget)
+        if rate_limiter is None and fetch_rate is not None:
+            rate_limiter = FetchRateLimiter(fetch_rate)
+        self.disclosure = Disclosure(
+            self.catalog,
+            self.grants,
+            resource_uri=resource_uri,
+            permission=permission,
+            rate_limiter=rate_limiter,
+            describe_tool=self.describe_tool,
+            own_tools=frozenset(META_TOOLS) if mode == "catalog" else frozenset(),
+        )
+        self.metatools: MetaTools | None = None
+        if mode == "catalog":
+            index = CatalogIndex(self.catalog, semantic=semantic, exclude=self.disclosure.own_tools.__contains__)
+            self.metatools = MetaTools(self.catalog, self.disclosure, index)
         self.max_tools_per_read = max_tools_per_read
+        self.page_size = page_size
         self.watch = watch and descriptions is not None
         self.add_instructions = instructions
+        self.announcer = Announcer(resource_uri, self._selected_by)
         self._original: dict[str, Handler | None] = {}
         self._server: Server[Any] | None = None
-        self._bus: SubscriptionBus | None = None
-        self._listeners: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._author_instructions: str | None = None
+        self._page_fields: dict[str, Any] = {}
+        self._shadow_reported = False
+        self._index_started = False
+        self._index_task: asyncio.Future[Any] | None = None
+        self._mcpserver: MCPServer[Any] | None = None
         self._watch_task: asyncio.Task[None] | None = None
-        self.store.add_listener(self._announce)
+        self.store.add_listener(self.announcer.announce)
+
+    @property
+    def permission(self) -> ToolPermission | None:
+        return self.disclosure.permission
+
+    @property
+    def rate_limiter(self) -> FetchLimiter | None:
+        return self.disclosure.rate_limiter
 
     # -- installation ------------------------------------------------------------------------------
     def install(self, server: MCPServer[Any] | Server[Any]) -> Self:
@@ -168,12 +254,15 @@ class ProgressiveDisclosure:
         if lowlevel.get_request_handler("tools/list") is None or lowlevel.get_request_handler("tools/call") is None:
             raise ValueError("the server has no tools/list or tools/call handler: register its tools first")
         self._server = lowlevel
+        self._mcpserver = server if isinstance(server, MCPServer) else None
         wrappers: dict[str, tuple[type[Any], Handler]] = {
             "tools/list": (types.PaginatedRequestParams, self._list_tools),
             "tools/call": (types.CallToolRequestParams, self._call_tool),
             "resources/list": (types.PaginatedRequestParams, self._list_resources),
             "resources/templates/list": (types.PaginatedRequestParams, self._list_templates),
             "resources/read": (types.ReadResourceRequestParams, self._read_resource),
+            "resources/subscribe": (types.SubscribeRequestParams, self._subscribe),
+            "resources/unsubscribe": (types.UnsubscribeRequestParams, self._unsubscribe),
             "server/discover": (types.RequestParams, self._discover),
         }
         for method, (params_type, wrapper) in wrappers.items():
@@ -182,44 +271,129 @@ class ProgressiveDisclosure:
             lowlevel.add_request_handler(method, params_type, wrapper)
         if isinstance(server, MCPServer):
             # 2026-07-28 change events travel over MCPServer's subscription bus.
-            self._bus = getattr(server, "_subscriptions", None)
-        if self._bus is None and lowlevel.get_request_handler("subscriptions/listen") is None:
-            self._bus = InMemorySubscriptionBus()
+            self.announcer.bus = getattr(server, "_subscriptions", None)
+        if self.announcer.bus is None and lowlevel.get_request_handler("subscriptions/listen") is None:
+            bus = InMemorySubscriptionBus()
+            self.announcer.bus = bus
             lowlevel.add_request_handler(
-                "subscriptions/listen", types.SubscriptionsListenRequestParams, ListenHandler(self._bus)
+                "subscriptions/listen", types.SubscriptionsListenRequestParams, ListenHandler(bus)
             )
-        lowlevel.extensions[EXTENSION_ID] = {"resourceUri": self.resource_uri}
-        if self.add_instructions:
-            guidance = system_prompt_guidance(self.resource_uri)
-            lowlevel.instructions = f"{lowlevel.instructions}\n\n{guidance}" if lowlevel.instructions else guidance
+        lowlevel.extensions[EXTENSION_ID] = self._advertised()
+        self._author_instructions = lowlevel.instructions
+        self._advertise_truthfully(lowlevel)
+        self._refresh_instructions()
         for problem in self.store.problems:
             logger.warning("tool definition problem: %s", problem)
         return self
+
+    def _advertised(self) -> dict[str, Any]:
+        """The extension's settings, as clients of either era see them in the server capabilities."""
+        settings: dict[str, Any] = {"resourceUri": self.resource_uri, "mode": self.mode}
+        if self.describe_tool:
+            settings["describeTool"] = self.describe_tool
+        if self.metatools is not None:
+            settings["metaTools"] = [SEARCH_TOOL, "browse_tools", self.describe_tool, CALL_TOOL]
+        if self.mode != "eager":
+            # 2026-07-28 clients may get no `instructions`; the workflow travels with the capability too.
+            settings["workflow"] = self._workflow()
+        return settings
+
+    def _workflow(self) -> str:
+        if self.metatools is not None:
+            return catalog_guidance(self.resource_uri)
+        text = system_prompt_guidance(self.resource_uri)
+        return f"{text} {describe_tool_guidance(self.describe_tool)}" if self.describe_tool else text
+
+    def _advertise_truthfully(self, lowlevel: Server[Any]) -> None:
+        """Make every way of running the server advertise what the extension sends.
+
+        `streamable_http_app()` and `MCPServer.run()` build their initialization options with defaults, which
+        say `tools.listChanged: false` although changed definitions are announced; the handshake era also has
+        no `extensions`, so the extension is named under `experimental` there.
+        """
+        original = lowlevel.create_initialization_options
+
+        def create_initialization_options(
+            notification_options: NotificationOptions | None = None,
+            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+            extensions: dict[str, dict[str, Any]] | None = None,
+        ) -> Any:
+            given = notification_options or NotificationOptions()
+            options = NotificationOptions(
+                prompts_changed=given.prompts_changed,
+                resources_changed=given.resources_changed,
+                tools_changed=True,
+            )
+            experimental = {**(experimental_capabilities or {}), EXTENSION_ID: self._advertised()}
+            self._refresh_instructions()
+            return original(options, experimental, extensions)
+
+        lowlevel.create_initialization_options = create_initialization_options  # type: ignore[method-assign]
+
+    def _refresh_instructions(self) -> None:
+        """The server's instructions: the workflow and a summary of what it offers first, then the author's."""
+        if not self.add_instructions or self._server is None:
+            return
+        author = self._author_instructions
+        if self.mode == "eager":
+            return
+        workflow = self._workflow()
+        summary = self._summary(min(_SUMMARY_BUDGET, _INSTRUCTIONS_BUDGET - len(workflow) - 1))
+        generated = f"{workflow}\n{summary}" if summary else workflow
+        self._server.instructions = f"{generated}\n\n{author}" if author else generated
+
+    def _summary(self, budget: int) -> str:
+        names = self.catalog.names() if self.catalog.complete else self._names_before_listing()
+        groups: dict[str, list[str]] = {}
+        for name in names:
+            category = self.catalog.category(name) if name in self.catalog else self.store.category(name)
+            groups.setdefault(category or "", []).append(name)
+        if not groups or budget < 80:
+            return ""
+        # Catalog mode lists no tool names: the categories and their sizes, for browse_tools.
+        ordered = {k: sorted(v) for k, v in sorted(groups.items())}
+        return catalog_summary(ordered, budget, names=self.metatools is None)
+
+    def _names_before_listing(self) -> list[str]:
+        """Tool names for the summary before the first listing (instructions are built synchronously)."""
+        names = set(self.store.names())
+        # An MCPServer's registered tools are known without listing; its tool manager is private, so guarded.
+        manager = getattr(self._mcpserver, "_tool_manager", None)
+        with suppress(Exception):
+            names.update(tool.name for tool in manager.list_tools())  # type: ignore[union-attr]
+        return sorted(names)
 
     # -- the catalog -------------------------------------------------------------------------------
     async def _list_all(self, ctx: ServerRequestContext[Any, Any]) -> list[ListedTool]:
         handler = self._original["tools/list"]
         assert handler is not None
-        tools: list[ListedTool] = []
+        tools: list[ListedTool] | None = None
         cursor: str | None = None
         for _ in range(10_000):  # a server whose cursors never end must not hang us
             page, listed = _split_page(await handler(ctx, types.PaginatedRequestParams(cursor=cursor)))
-            tools.extend(listed)
+            if cursor is None and "_meta" in page:
+                self._page_fields["_meta"] = page["_meta"]  # the server's own page metadata carries over
             cursor = page.get("nextCursor")
+            # One page is passed on as the server returned it, so an unchanged listing is recognized at once.
+            tools = listed if tools is None and not cursor else [*(tools or []), *listed]
             if not cursor:
                 break
-        return tools
+        return tools or []
 
     async def refresh(self, ctx: ServerRequestContext[Any, Any]) -> None:
         """Re-read the server's tool list into the catalog."""
         self.catalog.update(await self._list_all(ctx), complete=True)
+        shadowed = sorted(n for n in self.disclosure.own_tools if n in self.catalog)
+        if shadowed and not self._shadow_reported:
+            self._shadow_reported = True
+            logger.error(
+                "the server's own tools %s are shadowed by the extension's tools of the same names: rename them "
+                "(or pass ProgressiveDisclosure(describe_tool=False) in progressive mode)",
+                ", ".join(shadowed),
+            )
 
-    async def _ensure_catalog(self, ctx: ServerRequestContext[Any, Any], names: Iterable[str]) -> None:
-        if not self.catalog.complete or (
-            any(name not in self.catalog for name in names)
-            and time.monotonic() - self.catalog.refreshed_at > _REFRESH_INTERVAL
-        ):
-            await self.refresh(ctx)
+    async def _ensure(self, ctx: ServerRequestContext[Any, Any], names: list[str]) -> None:
+        await self.disclosure.ensure_known(names, lambda: self.refresh(ctx))
 
     # -- per-request helpers -----------------------------------------------------------------------
     def _caller(self, ctx: ServerRequestContext[Any, Any]) -> Caller:
@@ -228,73 +402,252 @@ class ProgressiveDisclosure:
         headers = getattr(request, "headers", None) if request is not None else None
         return Caller(self.sessions.resolve(ctx), ctx.protocol_version, headers, ctx)
 
-    def _visible(self, caller: Caller, name: str) -> bool:
-        return self.permission is None or bool(self.permission(caller, name))
-
     def _on_request(self, ctx: ServerRequestContext[Any, Any]) -> None:
         self._ensure_watching()
-        conn = getattr(ctx.session, "_connection", None)
-        if (
-            conn is not None
-            and getattr(conn, "protocol_version", None) not in MODERN_PROTOCOL_VERSIONS
-            and getattr(conn, "has_standalone_channel", False)
-            # Membership first: WeakSet.add builds a new weakref with a callback on every call.
-            and conn not in self._listeners
-        ):
-            # Handshake-era clients hear about changed definitions on their own connection.
-            self._listeners.add(conn)
+        if self.metatools is not None and not self._index_started and self.catalog.complete:
+            # Catalog mode: build the search index in the background from the first request on.
+            self._index_started = True
+            self._index_task = asyncio.ensure_future(self.metatools.index.ready())
+        self.announcer.seen(ctx)
 
-    # -- handlers ----------------------------------------------------------------------------------
+    def _cache_hints(self, ctx: ServerRequestContext[Any, Any], page: dict[str, Any]) -> dict[str, Any]:
+        """2026-07-28 cache directives, truthful: listings change only on reload (and are announced), and
+        differ per caller only when a permission hook filters them."""
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            page["ttlMs"] = 300_000 if self.watch else 3_600_000
+            page["cacheScope"] = "private" if self.permission is not None else "public"
+        return page
+
+    # -- tools/list ----------------------------------------------------------------------------------
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
-        handler = self._original["tools/list"]
-        assert handler is not None
         caller = self._caller(ctx)
-        page, tools = _split_page(await handler(ctx, params))
-        self.catalog.update(tools, complete=params.cursor is None and not page.get("nextCursor"))
-        minimal: list[dict[str, Any]] = []
-        for tool in tools:
-            name = listed_name(tool)
-            if name is not None and self._visible(caller, name):
+        if params.cursor is None:
+            await self.refresh(ctx)
+            start = 0
+        else:
+            start = _decode_cursor(params.cursor)
+            if not self.catalog.complete:
+                await self.refresh(ctx)
+        if self.metatools is not None:
+            return self._cache_hints(ctx, self._catalog_listing(caller))
+        names = self.catalog.names()
+        entries: list[dict[str, Any]] = []
+        if start == 0 and self.describe_tool:
+            entries.append(self._describe_tool_entry())
+        position = start
+        while position < len(names) and len(entries) < self.page_size:
+            name = names[position]
+            position += 1
+            if self.disclosure.visible(caller, name):
+                entry = self._listed_entry(name)
+                if entry is not None:
+                    entries.append(entry)
+        # An empty result of the right model first, so each era's required fields are filled in by the SDK.
+        page = {**_dump(types.ListToolsResult(tools=[])), **self._page_fields, "tools": entries}
+        if position < len(names):
+            page["nextCursor"] = _encode_cursor(position)
+        return self._cache_hints(ctx, page)
+
+    def _catalog_listing(self, caller: Caller) -> dict[str, Any]:
+        """Catalog mode: the same few entries whatever the catalog's size, plus the pinned tools (still gated)."""
+        assert self.metatools is not None
+        assert self.describe_tool is not None
+        search, browse, call = self.metatools.entries(self.describe_tool)
+        entries = [search, browse, self._describe_tool_entry(), call]
+        for name in self.pinned:
+            if name in self.catalog and self.disclosure.visible(caller, name):
                 entry = self.catalog.minimal(name)
                 if entry is not None:
-                    minimal.append(entry)
-        page["tools"] = minimal
-        return page
+                    entries.append(entry)
+        return {**_dump(types.ListToolsResult(tools=[])), **self._page_fields, "tools": entries}
 
+    def _listed_entry(self, name: str) -> dict[str, Any] | None:
+        if self.mode == "eager":
+            full = self.catalog.full(name)
+            if full is None:
+                return None
+            return {k: full[k] for k in _TOOL_FIELDS if k in full} | self._meta_of(name)
+        return self.catalog.minimal(name)
+
+    def _meta_of(self, name: str) -> dict[str, Any]:
+        definition = self.catalog.get(name)
+        return {"_meta": definition.meta} if definition is not None and definition.meta else {}
+
+    def _describe_tool_entry(self) -> dict[str, Any]:
+        return {
+            "name": self.describe_tool,
+            "description": describe_tool_description(self.resource_uri, self.max_tools_per_read),
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "tools": {"type": "array", "items": {"type": "string"}, "maxItems": self.max_tools_per_read}
+                },
+                "required": ["tools"],
+            },
+            "annotations": {"readOnlyHint": True},
+        }
+
+    # -- tools/call ----------------------------------------------------------------------------------
     async def _call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
         handler = self._original["tools/call"]
         assert handler is not None
         caller = self._caller(ctx)
-        name = params.name
-        if not self._visible(caller, name):
-            # Hidden means unknown (spec 10.2): the same answer as for a tool that does not exist.
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=f"Unknown tool: {name}")], is_error=True
-            )
-        await self._ensure_catalog(ctx, (name,))
-        if name not in self.catalog:
-            return await handler(ctx, params)  # the server's own unknown-tool answer
-        if caller.session is None:
-            return _error_result(self._session_required(ctx, name))
-        if not self.grants.allowed(caller.session, name):
-            return _error_result(tool_description_required(name, self.resource_uri))
+        if params.name == self.describe_tool:
+            return await self._describe_call(ctx, caller, params.arguments or {})
+        if self.metatools is not None and params.name in META_TOOLS:
+            return await self._meta_call(ctx, caller, params)
+        if self.mode == "eager":
+            # The escape hatch: nothing is enforced, but what the permission hook hides stays unknown.
+            if not self.disclosure.visible(caller, params.name):
+                return _tool_result(await self.disclosure.not_found_call(caller, params.name), error=True)
+            return await handler(ctx, params)
+        await self._ensure(ctx, [params.name])
+        refusal = await self.disclosure.gate(caller, params.name, lambda: self._session_required(ctx, params.name))
+        if refusal is not None:
+            return _tool_result(refusal, error=True)
         return await handler(ctx, params)
 
+    async def _meta_call(
+        self, ctx: ServerRequestContext[Any, Any], caller: Caller, params: types.CallToolRequestParams
+    ) -> Any:
+        """search_tools, browse_tools, call_tool (catalog mode, I-16)."""
+        assert self.metatools is not None
+        arguments = params.arguments or {}
+        if params.name == CALL_TOOL:
+            unwrapped = self.metatools.unwrap(arguments)
+            if isinstance(unwrapped, dict):
+                return _tool_result(unwrapped, error=True)
+            name, inner = unwrapped
+            if name == self.describe_tool:
+                return await self._describe_call(ctx, caller, inner)
+            if name in META_TOOLS:
+                return await self._meta_call(ctx, caller, params.model_copy(update={"name": name, "arguments": inner}))
+            await self._ensure(ctx, [name])
+            refusal = await self.disclosure.gate(caller, name, lambda: self._session_required(ctx, name))
+            if refusal is None:
+                refusal = self.metatools.check_arguments(name, inner)
+            if refusal is not None:
+                return _tool_result(refusal, error=True)
+            handler = self._original["tools/call"]
+            assert handler is not None
+            return await handler(ctx, params.model_copy(update={"name": name, "arguments": inner}))
+        await self._ensure(ctx, [])
+        if params.name == SEARCH_TOOL:
+            document, error = await self.metatools.search(caller, arguments)
+        else:
+            document, error = await self.metatools.browse(caller, arguments)
+        return _tool_result(document, error=error)
+
     def _session_required(self, ctx: ServerRequestContext[Any, Any], name: str) -> dict[str, Any]:
-        where = "this request arrived without an MCP session (the sessionless 2026-07-28 protocol or stateless HTTP)"
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            where = "this request came without an MCP session (the sessionless 2026-07-28 protocol)"
+            hint = (
+                "Connect with the 2025-11-25 handshake so the server issues a session "
+                "(Python SDK: mcp.Client(target, mode='legacy')), or ask the operator to authenticate clients "
+                "(grants are then kept per principal) or to key authorization on something the server controls "
+                "(ProgressiveDisclosure(session_key=...))."
+            )
+        else:
+            where = "the server runs stateless HTTP, so no request carries a session"
+            hint = (
+                "This cannot be fixed by the client: the operator must serve HTTP with sessions (mcp-pd serve "
+                "without --stateless; streamable_http_app(stateless_http=False)), authenticate clients (grants are "
+                "then kept per principal) or configure a session key (ProgressiveDisclosure(session_key=...))."
+            )
         return {
             "error": {
                 "code": SESSION_REQUIRED,
                 "message": f"Tool '{name}' cannot be authorized: {where}, so fetched descriptions cannot be "
                 "remembered between requests.",
-                "hint": "Connect with the 2025-11-25 handshake so the server issues a session "
-                "(Python SDK: mcp.Client(target, mode='legacy')), or ask the operator to configure a session key.",
+                "hint": hint,
                 "protocol_version": ctx.protocol_version,
             }
         }
 
+    # -- describe: the resource and the tool -----------------------------------------------------------
+    async def _describe(
+        self, ctx: ServerRequestContext[Any, Any], caller: Caller, select: Callable[[], list[str]]
+    ) -> Described:
+        """Rate limit, selection, catalog, describe: the one path behind the resource read and describe_tools."""
+        await self.disclosure.check_rate(caller, caller.session or client_address(ctx))
+        try:
+            names = select()
+        except SelectionError as exc:
+            raise Refused(exc.code, exc.message, types.INVALID_PARAMS) from None
+        if not names:
+            document = missing_tool_selection(self.resource_uri)
+            raise Refused(
+                document["error"]["code"],
+                document["error"]["message"],
+                types.INVALID_PARAMS,
+                examples=document["error"]["examples"],
+            )
+        await self._ensure(ctx, names)
+        return await self.disclosure.describe(caller, names)
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> HandlerResult:
+        uri = str(params.uri)
+        if not is_descriptions_uri(uri, self.resource_uri):
+            handler = self._original["resources/read"]
+            if handler is None:
+                raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}", {"uri": uri})
+            return await handler(ctx, params)
+        caller = self._caller(ctx)
+        try:
+            described = await self._describe(
+                ctx, caller, lambda: parse_selection(uri, self.resource_uri, self.max_tools_per_read)
+            )
+        except Refused as refused:
+            # I-2: a refused read is a JSON-RPC error whose data is the error document.
+            raise MCPError(refused.rpc_code, refused.message, refused.document()) from None
+        result = types.ReadResourceResult(
+            contents=[
+                types.TextResourceContents(
+                    uri=uri,
+                    mime_type="application/json",
+                    text=described.text(),
+                    _meta={EXTENSION_ID: {"versions": described.versions}},
+                )
+            ]
+        )
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            # A read grants as a side effect, so it must reach the server every time: never served from a cache.
+            result = result.model_copy(update={"ttl_ms": 0, "cache_scope": "private"})
+        return result
+
+    async def _describe_call(
+        self, ctx: ServerRequestContext[Any, Any], caller: Caller, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
+        """describe_tools: the resource read's document, errors, limits and grants, as a tool result (I-13)."""
+
+        def select() -> list[str]:
+            requested = arguments.get("tools")
+            if isinstance(requested, str):
+                requested = [requested]  # a model that passes one name as a string means that name
+            if not isinstance(requested, list) or not all(isinstance(n, str) for n in requested):
+                raise SelectionError(
+                    "INVALID_ARGUMENTS",
+                    f'{self.describe_tool} takes {{"tools": ["tool_name", ...]}}: a list of tool names as tools/list '
+                    "shows them.",
+                )
+            return select_names(requested, self.max_tools_per_read)
+
+        try:
+            described = await self._describe(ctx, caller, select)
+        except Refused as refused:
+            return _tool_result(refused.document(), error=True)
+        document = described.document()
+        result = _tool_result(document, error=False)
+        # The JSON text is the resource's own, byte for byte, assembled from the cached definitions.
+        result.content = [types.TextContent(type="text", text=described.text())]
+        result.meta = {EXTENSION_ID: {"versions": described.versions}}
+        return result
+
+    # -- resource listings and subscriptions ---------------------------------------------------------
     def _resource_entry(self, *, template: bool) -> dict[str, Any]:
         entry: dict[str, Any] = (
             {"uriTemplate": self.resource_uri + "{?tools}"} if template else {"uri": self.resource_uri}
@@ -325,7 +678,7 @@ class ProgressiveDisclosure:
             page = _dump(empty)
         if params.cursor is None:
             page[key] = [self._resource_entry(template=key == "resourceTemplates"), *page.get(key, [])]
-        return page
+        return self._cache_hints(ctx, page)
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
@@ -337,68 +690,69 @@ class ProgressiveDisclosure:
     ) -> dict[str, Any]:
         return await self._listing("resources/templates/list", "resourceTemplates", ctx, params)
 
-    async def _discover(self, ctx: ServerRequestContext[Any, Any], params: types.RequestParams) -> HandlerResult:
-        if self.sessions.policy.sessionless == "downgrade" and is_http(ctx) and self.sessions.resolve(ctx) is None:
-            # No session identity on sessionless HTTP: steer auto-negotiating clients to the handshake era,
-            # where Mcp-Session-Id keys authorization (spec/sessions.md).
-            raise MCPError(types.METHOD_NOT_FOUND, "Method not found", "server/discover")
-        handler = self._original["server/discover"]
-        assert handler is not None
-        return await handler(ctx, params)
-
-    async def _read_resource(
-        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
-    ) -> HandlerResult:
-        uri = str(params.uri)
-        if not is_descriptions_uri(uri, self.resource_uri):
-            handler = self._original["resources/read"]
-            if handler is None:
-                raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}", {"uri": uri})
-            return await handler(ctx, params)
-        caller = self._caller(ctx)
-        if self.rate_limiter is not None:
-            wait = self.rate_limiter.acquire(caller.session or _client_address(ctx))
-            if wait:
-                message = f"Too many tool description reads; retry in {wait:g} s."
-                raise MCPError(
-                    -32000,
-                    message,
-                    {"error": {"code": RATE_LIMITED, "message": message, "retry_after_seconds": wait}},
-                )
+    def _selected_by(self, uri: str) -> list[str] | None:
+        """The tools a subscribed descriptions URI covers (None: the base URI, every tool)."""
         try:
             names = parse_selection(uri, self.resource_uri, self.max_tools_per_read)
-        except SelectionError as exc:
-            raise _read_error(exc.code, exc.message) from None
-        if not names:
-            document = missing_tool_selection(self.resource_uri)
-            raise MCPError(types.INVALID_PARAMS, document["error"]["message"], document)
-        await self._ensure_catalog(ctx, names)
-        # The body is `json.dumps({name: entry, ...})`, assembled from each definition's cached text.
-        parts: list[str] = []
-        versions: dict[str, str] = {}
-        visible_names: list[str] | None = None
-        for name in names:
-            full = self.catalog.full(name) if self._visible(caller, name) else None
-            if full is not None:
-                parts.append(f"{json.dumps(name, ensure_ascii=False)}: {self.catalog.full_text(name)}")
-                versions[name] = full["version"]
-                continue
-            if visible_names is None:
-                visible_names = sorted(n for n in self.catalog.names() if self._visible(caller, n))
-            missing = tool_not_found(name, _suggest(name, visible_names), len(visible_names))
-            parts.append(f"{json.dumps(name, ensure_ascii=False)}: {json.dumps(missing, ensure_ascii=False)}")
-        if versions and caller.session is not None:
-            self.grants.grant(caller.session, list(versions))
-        return types.ReadResourceResult(
-            contents=[
-                types.TextResourceContents(
-                    uri=uri,
-                    mime_type="application/json",
-                    text="{" + ", ".join(parts) + "}",
-                    _meta={EXTENSION_ID: {"versions": versions}},
-                )
-            ]
-        )
+        except SelectionError:
+            return []
+        return names or None
+
+    async def _subscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
+    ) -> HandlerResult:
+        return await self._subscription("resources/subscribe", ctx, params, self.announcer.subscribe)
+
+    async def _unsubscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+    ) -> HandlerResult:
+        return await self._subscription("resources/unsubscribe", ctx, params, self.announcer.unsubscribe)
+
+    async def _subscription(
+        self,
+        method: str,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.SubscribeRequestParams | types.UnsubscribeRequestParams,
+        record: Callable[[ServerRequestContext[Any, Any], str], None],
+    ) -> HandlerResult:
+        uri = str(params.uri)
+        if is_descriptions_uri(uri, self.resource_uri):
+            self._on_request(ctx)
+            record(ctx, uri)
+            return types.EmptyResult()
+        handler = self._original[method]
+        if handler is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}", {"uri": uri})
+        return await handler(ctx, params)
+
+    # -- server/discover -----------------------------------------------------------------------------
+    async def _discover(self, ctx: ServerRequestContext[Any, Any], params: types.RequestParams) -> HandlerResult:
+        if (
+            self.mode != "eager"
+            and self.sessions.policy.sessionless == "downgrade"
+            and is_http(ctx)
+            and self.sessions.resolve(ctx) is None
+        ):
+            # No session identity on sessionless HTTP: steer auto-negotiating clients to the handshake era, where
+            # Mcp-Session-Id keys authorization (spec/sessions.md). -32601 is what makes them fall back; the
+            # message and data say why, for clients pinned to 2026-07-28 that cannot.
+            raise MCPError(
+                types.METHOD_NOT_FOUND,
+                "server/discover is not offered: this server authorizes tools per session "
+                "(MCP progressive disclosure), and over HTTP a session needs the 2025-11-25 initialize handshake. "
+                "Connect with protocol version 2025-11-25 (initialize, then Mcp-Session-Id).",
+                {
+                    "reason": "SESSION_REQUIRED",
+                    "extension": EXTENSION_ID,
+                    "supportedProtocolVersions": ["2025-11-25"],
+                    "howToConnect": "Send initialize with protocolVersion 2025-11-25 and keep the Mcp-Session-Id "
+                    "header the server returns (Python SDK: mcp.Client(url, mode='legacy')).",
+                },
+            )
+        handler = self._original["server/discover"]
+        assert handler is not None
+        self._refresh_instructions()
+        return await handler(ctx, params)
 
     # -- change announcements ----------------------------------------------------------------------
     def start_watching(self) -> None:
@@ -421,36 +775,3 @@ class ProgressiveDisclosure:
             task.cancel()
             with suppress(asyncio.CancelledError):
                 await task
-
-    async def _announce(self, changed: frozenset[str]) -> None:
-        logger.info("tool definitions changed: %s", ", ".join(sorted(changed)))
-        for conn in list(self._listeners):
-            await conn.notify("notifications/tools/list_changed", None)
-            await conn.notify("notifications/resources/updated", {"uri": self.resource_uri})
-        if self._bus is not None:
-            await self._bus.publish(ToolsListChanged())
-            await self._bus.publish(ResourceUpdated(uri=self.resource_uri))
-
-
-def _client_address(ctx: ServerRequestContext[Any, Any]) -> str:
-    """The bucket for a read without a session: its HTTP peer (never used to authorize anything)."""
-    client = getattr(ctx.request, "client", None)
-    host = getattr(client, "host", None)
-    return f"address:{host}" if host else "(no session)"
-
-
-def _suggest(name: str, candidates: list[str]) -> list[str]:
-    """Close matches first, then the rest alphabetically, bounded (spec 6.3, I-4)."""
-    if len(candidates) <= AVAILABLE_TOOLS_LIMIT:
-        close = difflib.get_close_matches(name, candidates, n=AVAILABLE_TOOLS_LIMIT, cutoff=0.5)
-        return close + [c for c in candidates if c not in close]
-    lowered = name.lower()
-    close = [c for c in candidates if lowered and (lowered in c.lower() or c.lower() in lowered)]
-    close += difflib.get_close_matches(name, candidates, n=AVAILABLE_TOOLS_LIMIT, cutoff=0.6)
-    result = list(dict.fromkeys(close))[:AVAILABLE_TOOLS_LIMIT]
-    for candidate in candidates:
-        if len(result) >= AVAILABLE_TOOLS_LIMIT:
-            break
-        if candidate not in result:
-            result.append(candidate)
-    return result

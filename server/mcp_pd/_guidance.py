@@ -29,14 +29,58 @@ def resource_description(base_uri: str) -> str:
 
 
 def system_prompt_guidance(base_uri: str) -> str:
-    """Spec 8.2 guidance for the model's system prompt; servers send it as `instructions`."""
+    """Spec 8.2 guidance for the model's system prompt; servers send it as `instructions`.
+
+    Four points in as few words as they take: every client reads it on every request (benchmarks/README.md).
+    """
     return (
-        "This server uses progressive disclosure for its tools. "
-        "1) tools/list shows each tool's name and a one-line purpose: that is enough to choose a tool, "
-        "so do not guess parameters from it. "
-        f"2) Before calling a tool, read the resource {selection_uri(['TOOL_NAME'], base_uri)} "
-        f"(or {selection_uri(['TOOL1', 'TOOL2'], base_uri)} for several) to get its full definition; "
-        "this also authorizes the tool for this session. "
-        "3) Never read the resource without ?tools=: name only the tools you are about to use. "
+        "This server uses progressive disclosure. "
+        "1) tools/list gives each tool's name and purpose: enough to choose a tool, not to guess its parameters. "
+        f"2) Before calling a tool, read {selection_uri(['TOOL_NAME'], base_uri)} (several: ?tools=TOOL1,TOOL2) "
+        "for its full definition; this authorizes it for this session. "
+        "3) Never read the resource without ?tools=: name only the tools you will call. "
         "4) If a call fails with TOOL_DESCRIPTION_REQUIRED, read the resource_uri it gives, then retry."
+    )
+
+
+def describe_tool_guidance(describe_tool: str) -> str:
+    """The same workflow for hosts whose model can only call tools (interpretations I-13)."""
+    return (
+        f'Without resource access, call {describe_tool} with {{"tools": ["TOOL_NAME"]}}: same definitions, '
+        "same authorization."
+    )
+
+
+def describe_tool_description(resource_uri: str, max_tools: int) -> str:
+    """What the describe tool's tools/list entry says (it keeps a real, small input schema: spec 3.1 MAY)."""
+    # Short: it is listed to every client, and every token of it is paid on every request (benchmarks/context).
+    return f"Get tools' full definitions by name (up to {max_tools}); required before calling them."
+
+
+def catalog_summary(groups: dict[str, list[str]], budget: int, *, names: bool = True) -> str:
+    """What the server offers within `budget` characters: `Tools (N): group: a, b; other: c`, or, when the names
+    do not fit (or `names` is false), the categories with their sizes; without categories, nothing.
+    tools/list names every tool anyway: the summary adds the grouping, not a second copy of a long list."""
+    total = sum(len(members) for members in groups.values())
+    if names:
+        parts = [f"{group}: {', '.join(members)}" if group else ", ".join(members) for group, members in groups.items()]
+        text = f"Tools ({total}): " + "; ".join(parts) + "."
+        if len(text) <= budget:
+            return text
+    if any(groups):
+        counts = ", ".join(f"{group or '(uncategorized)'} ({len(members)})" for group, members in groups.items())
+        text = f"Tools ({total}) by category: {counts}."
+        return text if len(text) <= budget else text[: budget - 1] + "…"
+    return ""  # no grouping to add: tools/list already names every tool
+
+
+def catalog_guidance(base_uri: str) -> str:
+    """The workflow of catalog mode (I-16): find, describe, call, with the meta-tools' names."""
+    return (
+        'This server has more tools than it lists. 1) search_tools {"query": "what you want to do"} finds them '
+        '(any language; browse_tools lists the categories). 2) describe_tools {"tools": ["name"]} returns the '
+        "full definitions (parameters, examples) and authorizes those tools for this session; "
+        f"reading {selection_uri(['TOOL_NAME'], base_uri)} does the same. 3) Call a described tool by name, or "
+        'through call_tool {"name": ..., "arguments": {...}}. Calling a tool you have not described fails with '
+        "TOOL_DESCRIPTION_REQUIRED, which says what to describe."
     )

@@ -9,9 +9,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import jsonschema_rs
+import mcp_types as types
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 __all__ = [
     "AVAILABLE_TOOLS_LIMIT",
@@ -23,7 +25,9 @@ __all__ = [
     "TOOL_DESCRIPTION_REQUIRED",
     "TOOL_NAME_PATTERN",
     "ToolDefinition",
+    "check_json_schema",
     "definition_version",
+    "example_problems",
     "first_sentence",
     "missing_tool_selection",
     "selection_uri",
@@ -43,6 +47,7 @@ TOOL_NAME_PATTERN: Final = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 AVAILABLE_TOOLS_LIMIT: Final = 20
 MINIMAL_DESCRIPTION_LIMIT: Final = 160
 
+_T = TypeVar("_T")
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "approx.", "incl.", "cf.")
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 
@@ -74,11 +79,32 @@ class ToolDefinition(BaseModel):
             raise ValueError("tool names are 1-128 characters of A-Z a-z 0-9 _ - . (SEP-986)")
         return value
 
-    @field_validator("input_schema")
+    @field_validator("input_schema", "output_schema")
     @classmethod
-    def _object_schema(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _object_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        check_json_schema(value)
         if value.get("type", "object") != "object":
-            raise ValueError('inputSchema must be a JSON schema with "type": "object"')
+            raise ValueError('must be a JSON schema with "type": "object"')
+        return value
+
+    @field_validator("annotations")
+    @classmethod
+    def _annotations(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return _wire_checked(types.ToolAnnotations, value)
+
+    @field_validator("execution")
+    @classmethod
+    def _execution(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return _wire_checked(types.ToolExecution, value)
+
+    @field_validator("icons")
+    @classmethod
+    def _icons(cls, value: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        if value is not None:
+            for icon in value:
+                _wire_checked(types.Icon, icon)
         return value
 
     def summary(self) -> str:
@@ -132,6 +158,48 @@ class ToolDefinition(BaseModel):
         return body
 
 
+def example_problems(definition: ToolDefinition) -> dict[int, str]:
+    """Position -> why, for each example whose arguments the definition's own inputSchema rejects."""
+    problems: dict[int, str] = {}
+    validator = None
+    for position, example in enumerate(definition.examples):
+        arguments = example.get("input", example.get("arguments"))
+        if not isinstance(arguments, dict):
+            continue
+        if validator is None:
+            validator = jsonschema_rs.validator_for(definition.input_schema)
+        error = next(iter(validator.iter_errors(arguments)), None)
+        if error is not None:
+            where = "/".join(map(str, error.instance_path)) or "(arguments)"
+            problems[position] = f"examples[{position}] does not match inputSchema at {where}: {error.message}"
+    return problems
+
+
+def check_json_schema(schema: dict[str, Any]) -> None:
+    """Raise ValueError, naming the place, unless `schema` is a valid JSON Schema (its declared draft, else 2020-12)."""
+    try:
+        jsonschema_rs.meta.validate(schema)
+    except jsonschema_rs.ValidationError as exc:
+        where = "/".join(map(str, exc.instance_path))
+        raise ValueError(f"not a valid JSON Schema{f' at {where}' if where else ''}: {exc.message}") from None
+    except jsonschema_rs.ReferencingError as exc:
+        raise ValueError(f"not a usable JSON Schema: {exc}") from None
+
+
+def _wire_checked(model: type[BaseModel], value: _T) -> _T:
+    """`value` unchanged when it is a valid MCP `model` on the wire (strict types: "yes" is not a boolean)."""
+    if value is None:
+        return value
+    try:
+        model.model_validate(value, strict=True)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg'].lower()}" for e in exc.errors(include_url=False)
+        )
+        raise ValueError(f"not a valid MCP {model.__name__}: {problems}") from None
+    return value
+
+
 def definition_version(body: dict[str, Any]) -> str:
     """A content digest of a full description, stable across key order (spec 7.2)."""
     canonical = json.dumps(
@@ -173,15 +241,20 @@ def missing_tool_selection(base_uri: str = DEFAULT_RESOURCE_URI) -> dict[str, An
     }
 
 
-def tool_description_required(name: str, base_uri: str = DEFAULT_RESOURCE_URI) -> dict[str, Any]:
-    """The spec 6.2 document."""
-    return {
-        "error": {
-            "code": TOOL_DESCRIPTION_REQUIRED,
-            "message": f"Tool '{name}' requires fetching its description before use.",
-            "resource_uri": selection_uri([name], base_uri),
-        }
+def tool_description_required(
+    name: str, base_uri: str = DEFAULT_RESOURCE_URI, describe_tool: str | None = None
+) -> dict[str, Any]:
+    """The spec 6.2 document; with `describe_tool`, it also names the tool call that fetches (I-13)."""
+    uri = selection_uri([name], base_uri)
+    error: dict[str, Any] = {
+        "code": TOOL_DESCRIPTION_REQUIRED,
+        "message": f"Tool '{name}' requires fetching its description before use.",
+        "resource_uri": uri,
     }
+    if describe_tool is not None:
+        error["describe_tool_call"] = {"name": describe_tool, "arguments": {"tools": [name]}}
+        error["hint"] = f'Read {uri} (or call {describe_tool} with {{"tools": ["{name}"]}}), then retry this call.'
+    return {"error": error}
 
 
 def tool_not_found(name: str, available: list[str], total: int) -> dict[str, Any]:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from cachetools import TTLCache
 from mcp.server.context import ServerRequestContext
 
-__all__ = ["Caller", "FetchRateLimiter", "RateLimit", "ToolPermission"]
+__all__ = ["Caller", "FetchLimiter", "FetchRateLimiter", "RateLimit", "ToolPermission"]
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,22 @@ class RateLimit:
             raise ValueError("RateLimit needs per_second > 0 and burst >= 1")
 
 
+@runtime_checkable
+class FetchLimiter(Protocol):
+    """Where the read budget of each session lives (spec 10.3): in this process, or shared by replicas.
+
+    `acquire` may be a plain method (in-process, no coroutine per read) or a coroutine (a shared store such as
+    Redis). It may raise `GrantStoreUnavailable` when its store cannot answer: the read is then refused
+    retryably, never let through uncounted.
+    """
+
+    def acquire(self, bucket: str) -> float | Awaitable[float]:
+        """Take one read from `bucket`: 0 when allowed, else the seconds to wait."""
+        ...
+
+
 class FetchRateLimiter:
-    """Per-session token buckets for resource fetches; idle buckets are dropped."""
+    """Per-session token buckets for resource fetches, in this process; idle buckets are dropped."""
 
     def __init__(self, limit: RateLimit, timer: Callable[[], float] = time.monotonic) -> None:
         self.limit = limit

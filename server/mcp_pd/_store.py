@@ -11,6 +11,7 @@ import inspect
 import json
 import logging
 import os
+import stat
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ import anyio
 import mcp_types as types
 from pydantic import ValidationError
 
-from ._model import ToolDefinition, first_sentence
+from ._model import ToolDefinition, example_problems, first_sentence
 
 __all__ = ["Catalog", "DescriptionStore", "ListedTool", "Problem", "listed_name"]
 
@@ -42,29 +43,76 @@ class Problem:
         return f"{self.source}: {self.reason}"
 
 
+def _dir_identity(directory: Path) -> tuple[int, int] | None:
+    """(device, inode) of a directory, or None when there is no directory there now."""
+    try:
+        info = directory.stat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISDIR(info.st_mode) else None
+
+
 def _is_definition_file(path: Path) -> bool:
     # Editors and atomic writers leave temporaries beside the real file; only `name.json` counts.
     return path.suffix == ".json" and not path.name.startswith((".", "#", "~"))
 
 
-def _read_definition(path: Path) -> ToolDefinition:
-    """Parse and validate one file; raises ValueError with a reason fit for a log line."""
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a regular file (symlinks followed), at most MAX_FILE_BYTES; anything else is refused.
+
+    Opened non-blocking and checked with fstat on the open descriptor: a FIFO named `x.json` must not hang the
+    server, and a link to /dev/zero (which stat reports as size 0) must not be read until memory runs out.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        size = path.stat().st_size
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file (a FIFO, device, socket or directory); definitions are plain files")
+        if info.st_size > MAX_FILE_BYTES:
+            raise ValueError(f"file is {info.st_size} bytes; definitions are limited to {MAX_FILE_BYTES}")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_FILE_BYTES:
+            chunk = os.read(fd, min(1 << 16, MAX_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
         if size > MAX_FILE_BYTES:
-            raise ValueError(f"file is {size} bytes; definitions are limited to {MAX_FILE_BYTES}")
-        data = json.loads(path.read_bytes())
+            raise ValueError(f"file grew past {MAX_FILE_BYTES} bytes while being read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _reason(exc: BaseException) -> str:
+    """A validation failure as an author reads it: `field.path: what is wrong`, no Python internals."""
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors(include_url=False)
+        )
+    return str(exc)
+
+
+def _read_definition(path: Path) -> ToolDefinition:
+    """Parse and fully validate one file; raises ValueError with a reason fit for a log line."""
+    try:
+        data = json.loads(_read_regular(path))
     except OSError as exc:
         raise ValueError(f"cannot read file: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError("invalid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object describing one tool")
     try:
         definition = ToolDefinition.model_validate(data)
     except ValidationError as exc:
-        details = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors())
-        raise ValueError(f"not a valid tool definition: {details}") from None
+        raise ValueError(f"not a valid tool definition: {_reason(exc)}") from None
+    except RecursionError:
+        raise ValueError("not a valid tool definition: nested too deeply") from None
     if definition.name != path.stem:
         raise ValueError(f"the file is named {path.name!r} but defines tool {definition.name!r}; they must match")
     return definition
@@ -80,6 +128,8 @@ class DescriptionStore:
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.directory = Path(directory) if directory is not None else None
         self._definitions: dict[str, ToolDefinition] = {}
+        # The one file that defines each tool (its category folder, if any, is the tool's category).
+        self._owners: dict[str, Path] = {}
         self._problems: dict[str, Problem] = {}
         self._listeners: list[ChangeListener] = []
         self.generation = 0
@@ -105,8 +155,26 @@ class DescriptionStore:
         """Re-read the whole directory (catching up on anything missed while not watching)."""
         if self.directory is None:
             return frozenset()
-        known = {self.directory / f"{name}.json" for name in self._definitions}
-        return self._load_all(known)
+        return self._load_all(self._owners.values())
+
+    def category(self, name: str) -> str | None:
+        """The tool's category: its definition's `category`, else the subfolder its file is in."""
+        definition = self._definitions.get(name)
+        if definition is not None and definition.category:
+            return definition.category
+        owner = self._owners.get(name)
+        return owner.parent.name if owner is not None and owner.parent != self.directory else None
+
+    def _candidates(self) -> list[Path]:
+        """`<dir>/<tool>.json` and `<dir>/<category>/<tool>.json` (one level of category folders)."""
+        assert self.directory is not None
+        found: list[Path] = []
+        for entry in sorted(self.directory.iterdir()):
+            if _is_definition_file(entry):
+                found.append(entry)
+            elif entry.is_dir() and not entry.name.startswith((".", "_")) and not entry.name.endswith(".json"):
+                found += sorted(p for p in entry.iterdir() if _is_definition_file(p))
+        return found
 
     def _load_all(self, also: Iterable[Path] = ()) -> frozenset[str]:
         assert self.directory is not None
@@ -116,39 +184,78 @@ class DescriptionStore:
             )
             return frozenset()
         try:
-            paths = sorted(p for p in self.directory.iterdir() if _is_definition_file(p))
+            paths = self._candidates()
         except OSError as exc:
             self._set_problem(Problem(str(self.directory), f"cannot list directory: {exc.strerror or exc}"))
             return frozenset()
         self._problems.pop(str(self.directory), None)
         return self.reload(sorted(set(paths) | set(also)))
 
+    def _in_scope(self, path: Path) -> bool:
+        return (
+            _is_definition_file(path)
+            and self.directory is not None
+            and (path.parent == self.directory or path.parent.parent == self.directory)
+        )
+
     def reload(self, paths: Iterable[Path]) -> frozenset[str]:
-        """Re-read `paths` (changed, added or deleted); return the tool names whose definition changed."""
+        """Re-read `paths` (changed, added or deleted); return the tool names whose definition changed.
+
+        A name is owned by one file; the same name in a second file (another category folder) is reported with
+        both paths and not served, so which file defines a tool never depends on the order events arrive in.
+        """
         changed: set[str] = set()
-        for path in paths:
-            if not _is_definition_file(path):
+        pending = sorted(set(paths))
+        while pending:
+            path = pending.pop(0)
+            if not self._in_scope(path):
                 continue
             name = path.stem
-            if not path.exists():
+            owner = self._owners.get(name)
+            if owner is not None and owner != path:
+                if os.path.lexists(path):
+                    self._set_problem(
+                        Problem(str(path), f"defines tool {name!r}, which {owner} already defines; not served")
+                    )
+                else:
+                    self._problems.pop(str(path), None)
+                continue
+            if not os.path.lexists(path):
                 self._problems.pop(str(path), None)
+                self._owners.pop(name, None)
                 if self._definitions.pop(name, None) is not None:
                     logger.info("definition removed: %s", path)
                     changed.add(name)
+                # A same-named file elsewhere that was refused while this one owned the name may take over now.
+                pending += [p for p in self._same_named(name) if p != path and p not in pending]
                 continue
             try:
                 definition = _read_definition(path)
-            except ValueError as exc:
+            except Exception as exc:  # any file, however broken, costs only itself
                 kept = " (keeping the last good version)" if name in self._definitions else ""
-                self._set_problem(Problem(str(path), f"{exc}{kept}"))
+                reason = str(exc) if isinstance(exc, ValueError) else f"unexpected error: {type(exc).__name__}: {exc}"
+                self._set_problem(Problem(str(path), f"{reason}{kept}"))
+                self._owners.setdefault(name, path)
                 continue
             self._problems.pop(str(path), None)
+            self._owners[name] = path
             if self._definitions.get(name) != definition:
                 self._definitions[name] = definition
                 changed.add(name)
         if changed:
             self.generation += 1
         return frozenset(changed)
+
+    def _same_named(self, name: str) -> list[Path]:
+        assert self.directory is not None
+        try:
+            return sorted(p for p in self._candidates() if p.stem == name)
+        except OSError:
+            return []
+
+    def report(self, problem: Problem) -> None:
+        """Record (and log once) a problem found outside the files, e.g. a registered tool that cannot be served."""
+        self._set_problem(problem)
 
     def _set_problem(self, problem: Problem) -> None:
         if self._problems.get(problem.source) != problem:
@@ -160,21 +267,58 @@ class DescriptionStore:
         """Call `listener(changed_names)` after every reload that changed something (`first`: before the others)."""
         self._listeners.insert(0 if first else len(self._listeners), listener)
 
-    async def watch(self, *, debounce_ms: int = 50, stop_event: anyio.Event | None = None) -> None:
-        """Reload files as they change until cancelled (or `stop_event` is set)."""
-        if self.directory is None or not self.directory.is_dir():
+    async def watch(
+        self, *, debounce_ms: int = 50, stop_event: anyio.Event | None = None, retry_seconds: float = 1.0
+    ) -> None:
+        """Reload files as they change until cancelled (or `stop_event` is set).
+
+        Survives anything a directory can do: an error in the watcher restarts it after `retry_seconds`, and a
+        deleted (or replaced) directory is waited for and watched again once it is back, with the catch-up
+        rescan; each recovery is logged.
+        """
+        if self.directory is None:
             return
         from watchfiles import awatch  # imported lazily: a server that never watches never loads the watcher
 
-        caught_up = self.rescan()  # edits made before watching started
-        if caught_up:
-            await self._notify(caught_up)
-        async for changes in awatch(
-            self.directory, debounce=debounce_ms, step=20, stop_event=stop_event, recursive=False
-        ):
-            changed = self.reload({Path(path) for _, path in changes})
-            if changed:
-                await self._notify(changed)
+        directory = self.directory
+        trouble: str | None = None
+        while stop_event is None or not stop_event.is_set():
+            identity = _dir_identity(directory)
+            if identity is None:
+                if trouble is None:
+                    trouble = "the directory is gone"
+                    logger.warning("descriptions directory %s is gone; waiting for it to come back", directory)
+                await anyio.sleep(retry_seconds)
+                continue
+            try:
+                caught_up = self.rescan()  # edits made before (or while not) watching
+                if trouble is not None:
+                    logger.warning("watching descriptions directory %s again (after: %s)", directory, trouble)
+                    trouble = None
+                if caught_up:
+                    await self._notify(caught_up)
+                async for changes in awatch(
+                    directory,
+                    debounce=debounce_ms,
+                    step=20,
+                    stop_event=stop_event,
+                    recursive=True,  # category folders, one level deep (`_in_scope` drops the rest)
+                    rust_timeout=int(retry_seconds * 1000),
+                    yield_on_timeout=True,
+                ):
+                    if changes:
+                        changed = self.reload({Path(path) for _, path in changes})
+                        if changed:
+                            await self._notify(changed)
+                    if _dir_identity(directory) != identity:
+                        # Deleted or replaced: the old watch is on a dead inode and would never fire again.
+                        trouble = "the directory was deleted or replaced"
+                        logger.warning("descriptions directory %s was deleted or replaced", directory)
+                        break
+            except Exception as exc:
+                trouble = f"{type(exc).__name__}: {exc}"
+                logger.warning("the definitions watcher failed (%s); restarting in %g s", trouble, retry_seconds)
+                await anyio.sleep(retry_seconds)
 
     async def _notify(self, changed: frozenset[str]) -> None:
         for listener in self._listeners:
@@ -229,11 +373,20 @@ class Catalog:
     _reported: set[str] = field(default_factory=set)
     refreshed_at: float = float("-inf")
     complete: bool = False
+    # Bumped whenever an entry is added, rebuilt or removed (indexes over the names key their caches on it).
+    revision: int = 0
+    # The last complete listing as the server returned it: the same list again, of the same length and with
+    # no file changed since, is unchanged (a server that caches its listing costs nothing to re-list).
+    _last_listing: tuple[list[ListedTool], int, int] | None = None
 
     def update(self, tools: Iterable[ListedTool], *, complete: bool) -> None:
         """Merge a listing (SDK `Tool` models or wire-form dicts). `complete` means it was the whole catalog."""
-        seen: set[str] = set()
         generation = self.store.generation
+        last = self._last_listing
+        if complete and last is not None and tools is last[0] and (len(tools), generation) == last[1:]:
+            self.refreshed_at = time.monotonic()
+            return
+        seen: set[str] = set()
         for tool in tools:
             name = listed_name(tool)
             if name is None:
@@ -244,16 +397,29 @@ class Catalog:
                 continue
             # Copied: the server may change and re-list the very object it listed before.
             source = tool.model_copy() if isinstance(tool, types.Tool) else dict(tool)
-            self._entries[name] = self._build(source, generation)
+            built = self._build(source, generation)
+            if built is None:
+                continue
+            self._entries[name] = built
+            self.revision += 1
         if complete:
             for gone in set(self._entries) - seen:
                 del self._entries[gone]
+                self.revision += 1
             self.complete = True
             self._report_orphans()
+            # Held (not its id, which a freed list's successor could reuse) to compare identity next time.
+            self._last_listing = (tools, len(tools), generation) if isinstance(tools, list) else None
         self.refreshed_at = time.monotonic()
 
-    def _build(self, source: ListedTool, generation: int) -> _CatalogEntry:
-        definition = self._merge(_wire(source))
+    def _build(self, source: ListedTool, generation: int) -> _CatalogEntry | None:
+        try:
+            definition = self._merge(_wire(source))
+        except (ValidationError, ValueError, TypeError) as exc:
+            # A tool the server lists with a definition no client could use (e.g. a non-object inputSchema):
+            # it cannot be described, so it is neither listed nor callable; the rest of the catalog is served.
+            self.store.report(Problem(f"tool {listed_name(source)!r}", f"not served: {_reason(exc)}"))
+            return None
         return _CatalogEntry(
             source,
             generation,
@@ -266,7 +432,9 @@ class Catalog:
         entry = self._entries.get(name)
         if entry is not None and entry.file_generation != self.store.generation:
             # A file changed since this entry was merged: rebuild it now, so reads see edits at once.
-            entry = self._entries[name] = self._build(entry.source, self.store.generation)
+            rebuilt = self._build(entry.source, self.store.generation)
+            if rebuilt is not None:
+                entry = self._entries[name] = rebuilt
         return entry
 
     def get(self, name: str) -> ToolDefinition | None:
@@ -292,6 +460,20 @@ class Catalog:
 
     def names(self) -> list[str]:
         return list(self._entries)
+
+    def category(self, name: str) -> str:
+        """The tool's category: its definition's `category`, its file's category folder, or `_meta.category`."""
+        definition = self.get(name)
+        if definition is None:
+            return ""
+        if definition.category:
+            return definition.category
+        folder = self.store.category(name) if self.store.get(name) is not None else None
+        if folder:
+            return folder
+        meta = definition.meta or {}
+        found = meta.get("category", meta.get("io.github.mcp-pd/category"))
+        return found if isinstance(found, str) else ""
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
@@ -343,7 +525,15 @@ class Catalog:
         for attr, key in (("title", "title"), ("output_schema", "outputSchema"), ("annotations", "annotations")):
             if getattr(file_def, attr) is None and tool.get(key) is not None:
                 updates[attr] = tool[key]
-        return file_def.model_copy(update=updates) if updates else file_def
+        merged = file_def.model_copy(update=updates) if updates else file_def
+        problems = example_problems(merged)
+        if problems:
+            # An example the served schema rejects teaches the model a call that fails: it is not served.
+            source = str(self.store.directory / f"{name}.json") if self.store.directory else name
+            self.store.report(Problem(source, "; ".join(problems.values()) + " (those examples are not served)"))
+            kept = [e for i, e in enumerate(merged.examples) if i not in problems]
+            merged = merged.model_copy(update={"examples": kept})
+        return merged
 
 
 def _same_parameters(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

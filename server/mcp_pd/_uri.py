@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 from urllib.parse import unquote
 
-__all__ = ["MAX_NAME_LENGTH", "MAX_URI_LENGTH", "SelectionError", "is_descriptions_uri", "parse_selection"]
+__all__ = [
+    "MAX_NAME_LENGTH",
+    "MAX_URI_LENGTH",
+    "SelectionError",
+    "is_descriptions_uri",
+    "parse_selection",
+    "select_names",
+]
 
 MAX_URI_LENGTH: Final = 8192
 MAX_NAME_LENGTH: Final = 128
@@ -42,8 +50,7 @@ def parse_selection(uri: str, base_uri: str, max_tools: int) -> list[str]:
             f"The URI is {len(uri)} characters; at most {MAX_URI_LENGTH} are accepted. Fetch fewer tools.",
         )
     _, query = _split_uri(uri)
-    names: list[str] = []
-    seen: set[str] = set()
+    raw: list[str] = []
     for pair in query.split("&"):
         key, eq, value = pair.partition("=")
         if not eq or unquote(key) != "tools":
@@ -55,23 +62,35 @@ def parse_selection(uri: str, base_uri: str, max_tools: int) -> list[str]:
             raise SelectionError(
                 "INVALID_TOOL_NAME", "The tools parameter is not valid percent-encoded UTF-8."
             ) from None
-        for raw in decoded.split(","):
-            name = raw.strip()
-            if not name or name in seen:
-                continue
-            if len(name) > MAX_NAME_LENGTH or not name.isprintable():
-                shown = name[:40].encode("unicode_escape").decode("ascii")
-                raise SelectionError(
-                    "INVALID_TOOL_NAME",
-                    f"'{shown}' is not a tool name: names are at most {MAX_NAME_LENGTH} printable characters. "
-                    "Use the names exactly as tools/list shows them.",
-                )
-            seen.add(name)
-            names.append(name)
-            if len(names) > max_tools:
-                raise SelectionError(
-                    "TOO_MANY_TOOLS",
-                    f"At most {max_tools} tools can be fetched in one read. "
-                    "Fetch only the tools you are about to call, in several reads if needed.",
-                )
+        raw.extend(decoded.split(","))
+    return select_names(raw, max_tools)
+
+
+def select_names(raw: Iterable[str], max_tools: int) -> list[str]:
+    """The names of one selection (a `?tools=` query or a describe_tools argument), checked the same way.
+
+    Whitespace around a name is trimmed, empty entries and repeats are dropped, order is kept; a name that no
+    catalog could hold, or more than `max_tools` distinct names, raise `SelectionError`.
+    """
+    names: list[str] = []
+    seen: set[str] = set()
+    for entry in raw:
+        name = entry.strip()
+        if not name or name in seen:
+            continue
+        if len(name) > MAX_NAME_LENGTH or not name.isprintable():
+            shown = name[:40].encode("unicode_escape").decode("ascii")
+            raise SelectionError(
+                "INVALID_TOOL_NAME",
+                f"'{shown}' is not a tool name: names are at most {MAX_NAME_LENGTH} printable characters. "
+                "Use the names exactly as tools/list shows them.",
+            )
+        seen.add(name)
+        names.append(name)
+        if len(names) > max_tools:
+            raise SelectionError(
+                "TOO_MANY_TOOLS",
+                f"At most {max_tools} tools can be fetched in one read. "
+                "Fetch only the tools you are about to call, in several reads if needed.",
+            )
     return names

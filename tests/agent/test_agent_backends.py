@@ -1,7 +1,8 @@
 """The Anthropic and OpenAI back-ends, driven by recorded API responses through each SDK's own HTTP layer.
 
-The real loop runs against the real reference server over stdio; only the model is a recording. No
-network: the SDK clients get an httpx2 MockTransport.
+The real loop runs against the real reference server over stdio; only the model is a recording (a
+recording may name its host: "resources" by default, or "tools-only"; and the server's mode: "progressive" by
+default, or "catalog"). No network: the SDK clients get an httpx2 MockTransport.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ async def _run(recording: str, backend_for):
     backend = backend_for(api)
     task = TASK[data["task"]]
     try:
-        async with connect(ServerSpec.reference()) as server:
-            run = await run_agent(server, backend, task.prompt)
+        async with connect(ServerSpec.reference(mode=data.get("mode", "progressive"))) as server:
+            run = await run_agent(server, backend, task.prompt, host=data.get("host", "resources"))
     finally:
         await backend.aclose()
     return task, run, api
@@ -58,10 +59,12 @@ async def test_anthropic_recovers_from_tool_description_required():
     assert first["model"] == "claude-sonnet-5-5"
     assert "read_tool_descriptions" in first["system"] and "MISSING_TOOL_SELECTION" in first["system"]
     tools = {t["name"]: t for t in first["tools"]}
-    assert len(tools) == 21  # 20 minimal entries + the synthetic reader
+    assert len(tools) == 22  # 20 minimal entries + the server's describe_tools entry + the synthetic reader
     assert tools["calculate"]["input_schema"] == {"type": "object", "additionalProperties": True}
     assert tools["read_tool_descriptions"]["input_schema"]["required"] == ["tools"]
     assert "resource:///tool_descriptions" in tools["read_tool_descriptions"]["description"]
+    # the describe tool is passed on as the server lists it: its small real schema, not a placeholder
+    assert tools["describe_tools"]["input_schema"]["properties"]["tools"]["type"] == "array"
 
     # the error the server gave went back to the model as an error tool_result it could act on
     (refused,) = tool_results(api.requests[1])
@@ -69,12 +72,86 @@ async def test_anthropic_recovers_from_tool_description_required():
     document = json.loads(refused["content"])
     assert document["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
     assert document["error"]["resource_uri"] == "resource:///tool_descriptions?tools=calculate"
+    assert document["error"]["describe_tool_call"] == {"name": "describe_tools", "arguments": {"tools": ["calculate"]}}
     # ...the assistant turn with the failed tool_use was replayed before it
     assert api.requests[1]["messages"][1]["content"][1]["type"] == "tool_use"
     (definition,) = tool_results(api.requests[2])
     assert definition["is_error"] is False and '"inputSchema"' in definition["content"]
     (result,) = tool_results(api.requests[3])
     assert json.loads(result["content"])["result"] == 397.8
+
+
+@pytest.mark.anyio
+async def test_anthropic_in_a_tools_only_host_fetches_with_the_describe_tool():
+    task, run, api = await _run("anthropic_tools_only", _anthropic)
+    assert check_run(task, run) is None
+    assert [(s.kind, s.name) for s in run.steps] == [
+        ("call", "calculate"),
+        ("read", "describe_tools"),
+        ("call", "calculate"),
+        ("answer", ""),
+    ]
+    assert run.steps[0].error_code == "TOOL_DESCRIPTION_REQUIRED"
+    assert run.fetched_tools() == ["calculate"] and len(api.requests) == 4
+
+    first = api.requests[0]
+    tools = {t["name"]: t for t in first["tools"]}
+    # only what the server lists: no reader function; the describe tool with its real schema
+    assert len(tools) == 21 and "read_tool_descriptions" not in tools
+    assert tools["describe_tools"]["input_schema"]["required"] == ["tools"]
+    assert "read_tool_descriptions" not in first["system"]
+    assert 'describe_tools(tools=["TOOL_NAME"])' in first["system"] and "describe_tool_call" in first["system"]
+
+    # the refusal names the way out for a model that can only call tools, and the model took it
+    (refused,) = tool_results(api.requests[1])
+    error = json.loads(refused["content"])["error"]
+    assert refused["is_error"] is True and error["code"] == "TOOL_DESCRIPTION_REQUIRED"
+    assert error["describe_tool_call"] == {"name": "describe_tools", "arguments": {"tools": ["calculate"]}}
+    assert run.steps[1].arguments == error["describe_tool_call"]["arguments"]
+    # describe_tools answered with the same document the resource read gives, and it authorized the call
+    (described,) = tool_results(api.requests[2])
+    assert described["is_error"] is False
+    async with connect(ServerSpec.reference()) as server:
+        read = await server.read_descriptions(["calculate"])
+    assert described["content"] == read.text
+    (result,) = tool_results(api.requests[3])
+    assert json.loads(result["content"])["result"] == 2**64 - 1
+
+
+@pytest.mark.anyio
+async def test_anthropic_in_catalog_mode_searches_describes_and_calls_through_call_tool():
+    task, run, api = await _run("anthropic_catalog_mode", _anthropic)
+    assert check_run(task, run) is None and run.setup == "catalog"
+    assert [(s.kind, s.name, s.via) for s in run.steps] == [
+        ("search", "search_tools", ""),
+        ("read", "describe_tools", ""),
+        ("call", "convert_units", "call_tool"),
+        ("call", "convert_units", "call_tool"),
+        ("answer", "", ""),
+    ]
+    assert run.error_codes() == ["INVALID_ARGUMENTS"] and len(api.requests) == 5
+
+    first = api.requests[0]
+    # nothing special for the back-end: the four meta-tools are ordinary tools with their real schemas
+    tools = {t["name"]: t for t in first["tools"]}
+    assert list(tools) == ["search_tools", "browse_tools", "describe_tools", "call_tool"]
+    assert tools["call_tool"]["input_schema"]["required"] == ["name"]
+    assert 'search_tools(query="what you want to do")' in first["system"]
+    assert "This server has more tools than it lists" in first["system"]
+
+    (found,) = tool_results(api.requests[1])
+    assert json.loads(found["content"])["results"][0]["name"] == "convert_units"
+    # call_tool checked the arguments against the schema the model had just read, and ran nothing
+    (refused,) = tool_results(api.requests[3])
+    error = json.loads(refused["content"])["error"]
+    assert refused["is_error"] is True and error["code"] == "INVALID_ARGUMENTS"
+    (problem,) = error["problems"]
+    assert (problem["field"], problem["rule"]) == ("from_unit", "enum") and "mi" in problem["schema"]["enum"]
+    (result,) = tool_results(api.requests[4])
+    assert json.loads(result["content"])["result"] == pytest.approx(42.1648128)
+    assert run.answer == "26.2 mi is about 42.16 km."
+    # the ledger counts the search answer on top of what the tools-only host would carry
+    assert len(run.context.searched) == 1 and run.context.searched[0] == found["content"]
 
 
 @pytest.mark.anyio
@@ -105,6 +182,7 @@ async def test_openai_recovers_from_missing_tool_selection_and_uses_three_tools(
     assert first["max_completion_tokens"] == 1024
     names = [t["function"]["name"] for t in first["tools"]]
     assert names[-1] == "read_tool_descriptions" and "create_task" in names
+    assert names[0] == "describe_tools"  # the server lists it first; the resources host passes it on too
     # the refused read came back as a tool message carrying the spec 6.1 document
     second = api.requests[1]["messages"]
     assert second[2]["tool_calls"][0]["function"] == {"name": "read_tool_descriptions", "arguments": '{"tools": []}'}

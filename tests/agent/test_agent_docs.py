@@ -11,7 +11,16 @@ import re
 from pathlib import Path
 
 import pytest
-from mcp_pd_agent import CATALOG_TASKS, TASKS, Ledger, render_svg, system_prompt_guidance, update_markdown
+from mcp_pd_agent import (
+    CATALOG_TASKS,
+    HOSTS,
+    TASKS,
+    Ledger,
+    render_markdown,
+    render_svg,
+    system_prompt_guidance,
+    update_markdown,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "agent_demo" / "README.md"
@@ -23,6 +32,12 @@ def test_readme_quotes_the_guidance_verbatim():
     block = re.search(r"<!-- guidance: .*? -->\n```text\n(.*?)\n```", text, re.DOTALL)
     assert block is not None
     assert block.group(1) == system_prompt_guidance()
+    tools_only = re.search(r"<!-- guidance \(tools-only\): .*? -->\n```text\n(.*?)\n```", text, re.DOTALL)
+    assert tools_only is not None
+    assert tools_only.group(1) == system_prompt_guidance(host="tools-only", read_function="describe_tools")
+    catalog = re.search(r"<!-- guidance \(catalog\): .*? -->\n```text\n(.*?)\n```", text, re.DOTALL)
+    assert catalog is not None
+    assert catalog.group(1) == system_prompt_guidance(read_function="describe_tools", mode="catalog")
 
 
 def test_readme_lists_every_task():
@@ -47,11 +62,33 @@ def test_ledger_blocks_match_the_committed_run(page: Path):
     assert update_markdown(text, _committed_ledgers()) == text, f"regenerate {page.name} (see agent_demo/README.md)"
 
 
-def test_committed_run_covers_every_task_and_passed():
+# The committed run's columns: each progressive host, then catalog mode (run as a tools-only host).
+SETUPS = [(host, "progressive") for host in HOSTS] + [("tools-only", "catalog")]
+COLUMNS = [*HOSTS, "catalog"]
+
+
+def test_committed_run_covers_every_task_in_both_hosts_and_catalog_mode_and_passed():
     report = json.loads(REPORT.read_text(encoding="utf-8"))
-    assert [r["task"] for r in report["runs"]] == [t.key for t in TASKS]
-    assert [r["task"] for r in report["catalog_runs"]] == [t.key for t in CATALOG_TASKS]
+    assert report["hosts"] == list(HOSTS) and report["modes"] == ["progressive", "catalog"]
+    for runs, tasks in ((report["runs"], TASKS), (report["catalog_runs"], CATALOG_TASKS)):
+        assert [(r["task"], r["host"], r["mode"]) for r in runs] == [(t.key, *s) for s in SETUPS for t in tasks]
     assert all(r["passed"] for r in report["runs"] + report["catalog_runs"])
     ledgers = _committed_ledgers()
     assert [ledger.tools for ledger in ledgers] == [20, 322]
+    for ledger, tasks in zip(ledgers, (TASKS, CATALOG_TASKS), strict=True):
+        # same tasks, same success in each column, and a column per host and for catalog mode in the tables
+        assert ledger.hosts == COLUMNS and ledger.passed == {c: len(tasks) for c in COLUMNS}
+        assert [row.key for row in ledger.rows] == [t.key for t in tasks]
+        assert all(set(row.hosts) == set(COLUMNS) for row in ledger.rows)
+        assert all(f" {column} o200k | saved |" in render_markdown(ledger) for column in COLUMNS)
+        # catalog mode fetched what the hosts fetched: the same tools found by searching instead of listing
+        assert all(row.hosts["catalog"].fetched == row.hosts["tools-only"].fetched for row in ledger.rows)
     assert (README.parent / "ledger.svg").read_text(encoding="utf-8") == render_svg(ledgers)
+
+
+def test_committed_run_meets_the_catalog_mode_token_goal():
+    """Issue 14: on the 322 tools a typical task (list, instructions, searches, describes) is at most 5% of eager."""
+    catalog = _committed_ledgers()[1]
+    for row in catalog.rows:
+        assert row.cost("catalog")["o200k_base"] <= 0.05 * row.eager["o200k_base"], row.key
+        assert row.hosts["catalog"].parts["search results"]["o200k_base"] > 0

@@ -63,6 +63,7 @@ def test_list_checks(capsys: pytest.CaptureFixture[str]) -> None:
         ["--stdio", "x", "--expected-failures", "/nonexistent/baseline.yml"],
         ["--url", "ftp://example.com"],
         ["--stdio", "  "],
+        ["--stdio", "x", "--grant-hold", "-1"],
     ],
 )
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -117,8 +118,21 @@ def test_json_report_and_quiet_human_report(tmp_path: Path, capsys: pytest.Captu
 def test_json_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = check(capsys, "--stdio", control("good"), "--only", "tools-list", "--json", "-", "-q")
     assert code == 0
-    assert json.loads(out)["summary"]["SUCCESS"] == 6
+    assert json.loads(out)["summary"]["SUCCESS"] == 10
     assert "VERDICT: PASS" in err
+
+
+def test_strict_makes_warnings_fail_the_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """A SHOULD (or one of our interpretations) only warns; --strict fails the run on it."""
+    argv = ("--stdio", control("no-unknown-entry"), "--only", "resource-read", "-q", "--no-color")
+    code, out, _ = check(capsys, *argv)
+    assert code == 0 and "WARNING  resource-read/unknown-tool-entry" in out, out
+    code, out, _ = check(capsys, *argv, "--strict", "--json", "-")
+    assert code == 1
+    report = json.loads(out)
+    assert report["strict"] is True and report["verdict"] == "FAIL" and report["exit_code"] == 1
+    code, out, _ = check(capsys, *argv, "--strict")
+    assert code == 1 and out.rstrip().splitlines()[-1] == "VERDICT: FAIL (exit 1): --strict and 1 WARNING(s)", out
 
 
 BASELINE = """\

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from mcp_pd_conformance import Report, Status, render
+from mcp_pd_conformance import Report, Severity, Status, render
 
 
 @dataclass(frozen=True)
@@ -33,22 +33,97 @@ def _e(fails: str = "", allowed: str = "", warns: str = "", skips: str = "") -> 
 
 ISOLATION = "isolation/other-session-refused[legacy] isolation/own-session-unaffected[legacy] "
 ISOLATION += "session-end/new-session-refused[legacy]"
+# When the first unfetched call already runs, the rest of scenario grants has nothing to prove.
+GRANTS_BLOCKED = " ".join(
+    f"grants/{c}"
+    for c in (
+        "repeated-unfetched-refused",
+        "refused-read-grants-nothing",
+        "read-other-refused",
+        "each-read-tool-authorized",
+        "mixed-read-authorizes-known",
+        "persist-through-session",
+        "required-truthful",
+    )
+)
 EXPECTATIONS = {
     "good": _e(),
     "full-schemas": _e("PD-3.1-04 PD-3.1-01 PD-2-01"),
     "no-resource": _e("PD-4.1-01 PD-2-02 PD-3.2-01", skips="*"),
-    "ignores-selection": _e("PD-4.4-02", warns="PD-6.3-01", skips="resource-read/exact-match"),
+    "ignores-selection": _e(
+        "PD-4.4-02",
+        warns="PD-6.3-01",
+        skips="resource-read/exact-match resource-read/punctuation-match",
+    ),
     "extra-tools": _e("PD-4.4-02"),
     "preamble": _e("PD-4.4-03"),
     "case-insensitive": _e("PD-4.3-03"),
-    "no-missing-selection": _e("PD-4.3-04", skips="missing-selection/error-document"),
-    "ungated": _e("PD-5.1-02 PD-2-03", skips=f"authorization/error-document[legacy] {ISOLATION}"),
+    "no-missing-selection": _e("PD-4.3-04", warns="PDX-PARSE-03 PD-4.3-04", skips="missing-selection/error-document"),
+    "ungated": _e("PD-5.1-02 PD-2-03", skips=f"authorization/error-document[legacy] {ISOLATION} {GRANTS_BLOCKED}"),
     "wrong-error-code": _e("PD-5.1-02 PD-2-03 PD-6.2-01"),
     "jsonrpc-refusal": _e(warns="PD-5.1-02 PD-2-03"),
     "forgetful": _e("PD-5.1-03"),
     "no-unknown-entry": _e(warns="PD-6.3-01"),
     "bare-listing": _e(),
     "plain": _e("PD-4.1-01 PD-2-02 PD-3.2-01", allowed="PD-3.1-01 PD-3.1-04 PD-2-01", skips="*"),
+    # Issue 11. A defect may also break what depends on it (a capped selection is also a silent truncation).
+    "endless-cursor": _e("PD-3.1-01 PD-4.1-01"),
+    "placeholder-descriptions": _e("PD-3.1-02"),
+    "docstring-listing": _e("PD-3.1-04", warns="PD-3.1-04"),
+    "call-example-listing": _e("PD-3.1-04"),
+    "hidden-detail-listing": _e("PD-3.1-04"),
+    "keyword-description": _e("PD-4.2-01 PD-4.2-02 PD-4.2-04 PD-4.1-04", warns="PD-4.2-06"),
+    "paraphrased-missing": _e("PD-6.1-01"),
+    "blank-names": _e(warns="PDX-PARSE-01 PDX-PARSE-03 PD-4.3-04"),
+    "two-names-max": _e("PD-4.3-02 PD-4.4-01", allowed="PD-4.4-02"),
+    "unknown-fails-read": _e("PD-4.3-02 PD-4.4-01", warns="PD-6.3-01"),
+    "loose-punctuation": _e("PD-4.3-03"),
+    "raw-query": _e(warns="PDX-PARSE-01 PDX-PARSE-03 PD-4.3-04"),
+    "strict-query": _e(warns="PDX-PARSE-02 PDX-PARSE-03 PD-4.3-04"),
+    "invalid-example": _e("PD-3.2-02 PD-3.2-03"),
+    "lost-required": _e("PD-3.2-02"),
+    "split-content": _e("PD-4.4-01 PD-4.4-03", warns="PD-4.1-05"),
+    "text-plain-content": _e(warns="PD-4.1-05"),
+    "silent-rate-limit": _e("PD-4.4-01", allowed="PD-4.3-02 PD-4.4-02", warns="PDX-PARSE-01"),
+    "gates-first-only": _e("PD-5.1-02 PD-2-03"),
+    "lenient-retry": _e("PD-5.1-02", allowed="PD-5.1-01"),
+    "refused-read-grants": _e("PD-5.1-02 PD-5.1-01"),
+    "variant-grants": _e("PD-5.1-02 PD-5.1-01"),
+    "any-read-grants": _e("PD-5.1-02 PD-5.1-01"),
+    "first-name-grants": _e("PD-5.1-01", skips="grants/persist-through-session"),
+    "mixed-grants-nothing": _e("PD-5.1-01"),
+    "short-lived-grants": _e("PD-5.1-03"),
+    "expiring-grants": _e("PD-5.1-03"),
+}
+
+# Each check added for issue 11 and the control that proves it can fail (FAILURE, or WARNING for a SHOULD).
+CHECK_CONTROLS = {
+    "tools-list/pagination": "endless-cursor",
+    "tools-list/distinct-descriptions": "placeholder-descriptions",
+    "tools-list/no-parameter-docs": ("docstring-listing", "call-example-listing"),
+    "tools-list/no-hidden-detail": "hidden-detail-listing",
+    "resource-listing/explains-tools-list": "keyword-description",
+    "resource-listing/explains-fetch-first": "keyword-description",
+    "resource-listing/explains-consequence": "keyword-description",
+    "missing-selection/error-document": "paraphrased-missing",
+    "missing-selection/blank-selection": "blank-names",
+    "resource-read/several-names": "two-names-max",
+    "resource-read/mixed-known-unknown": "unknown-fails-read",
+    "resource-read/punctuation-match": "loose-punctuation",
+    "resource-read/encoded-selection": "raw-query",
+    "resource-read/other-parameters": "strict-query",
+    "resource-read/schema-valid": "invalid-example",
+    "grants/required-truthful": "lost-required",
+    "resource-read/content-items": "split-content",
+    "resource-read/content-mime-type": "text-plain-content",
+    "resource-read/complete-responses": "silent-rate-limit",
+    "grants/every-tool-gated": "gates-first-only",
+    "grants/repeated-unfetched-refused": "lenient-retry",
+    "grants/refused-read-grants-nothing": ("refused-read-grants", "variant-grants"),
+    "grants/read-other-refused": "any-read-grants",
+    "grants/each-read-tool-authorized": "first-name-grants",
+    "grants/mixed-read-authorizes-known": "mixed-grants-nothing",
+    "grants/persist-through-session": ("short-lived-grants", "expiring-grants"),
 }
 
 
@@ -66,7 +141,21 @@ def _skipped(report: Report) -> set[str]:
     "PD-2-02",
     "PD-2-03",
     "PD-3.1-01",
+    "PD-3.1-02",
     "PD-3.1-04",
+    "PD-3.2-02",
+    "PD-3.2-03",
+    "PD-4.1-04",
+    "PD-4.1-05",
+    "PD-4.2-01",
+    "PD-4.2-02",
+    "PD-4.2-04",
+    "PD-4.3-02",
+    "PD-4.4-01",
+    "PD-5.1-01",
+    "PDX-PARSE-01",
+    "PDX-PARSE-02",
+    "PDX-PARSE-03",
     "PD-3.2-01",
     "PD-4.1-01",
     "PD-4.3-03",
@@ -91,11 +180,25 @@ def test_control_fails_exactly_on_its_requirement(defect: str, stdio_reports: di
         # Every other check ran: nothing skipped beyond what the good server skips (the sessionless scenario).
         ran = {r.key for r in report.results}
         baseline = {k for k in _skipped(stdio_reports["good"]) if k in ran}
-        assert _skipped(report) == baseline | set(expect.extra_skips), text
+        assert _skipped(report) <= baseline | set(expect.extra_skips), text
     for result in report.results:
         assert result.message, result.key
         if result.status in (Status.FAILURE, Status.WARNING):
             assert result.expected and result.spec.hint, result.key
+
+
+@pytest.mark.parametrize("check_id", sorted(CHECK_CONTROLS))
+def test_each_new_check_has_a_control_that_fails_it(check_id: str, stdio_reports: dict[str, Report]) -> None:
+    """No check passes vacuously: a server broken in exactly that way makes it FAIL (WARN for a SHOULD)."""
+    controls = CHECK_CONTROLS[check_id]
+    for defect in (controls,) if isinstance(controls, str) else controls:
+        report = stdio_reports[defect]
+        result = next(r for r in report.results if r.id == check_id)
+        wanted = Status.WARNING if result.spec.severity is Severity.SHOULD else Status.FAILURE
+        assert result.status is wanted, render(report)
+        assert stdio_reports["good"].results and result.expected and result.spec.hint
+        good = next(r for r in stdio_reports["good"].results if r.id == check_id)
+        assert good.status is Status.SUCCESS, render(stdio_reports["good"])
 
 
 def test_good_control_passes_every_check(stdio_reports: dict[str, Report]) -> None:
@@ -107,12 +210,12 @@ def test_good_control_passes_every_check(stdio_reports: dict[str, Report]) -> No
 
 
 def test_suite_never_invokes_a_destructive_tool(stdio_reports: dict[str, Report], call_logs: Path) -> None:
-    """Only the readOnlyHint tool ever runs, even against a server that lets every call through."""
+    """Only readOnlyHint tools ever run, even against a server that lets every call through; wipe_notes never."""
     assert stdio_reports  # the controls have run
     ran = set()
     for log in call_logs.glob("stdio-*.jsonl"):
         ran |= {json.loads(line)["tool"] for line in log.read_text().splitlines()}
-    assert ran == {"add"}
+    assert ran == {"add", "word_count", "list_notes"}
     ungated = (call_logs / "stdio-ungated.jsonl").read_text().splitlines()
     assert ungated, "against the ungated control the unfetched call really ran"
 
@@ -124,7 +227,7 @@ def test_read_only_hints_are_learned_from_definitions_when_the_listing_has_none(
     note = 'Tool invoked by the suite: add {"a":2,"b":3} (readOnlyHint=true in its fetched definition'
     assert any(n.startswith(note) for n in report.notes), report.notes
     ran = [json.loads(line)["tool"] for line in (call_logs / "stdio-bare-listing.jsonl").read_text().splitlines()]
-    assert ran and set(ran) == {"add"}
+    assert ran and set(ran) == {"add", "word_count", "list_notes"}
 
 
 def test_a_server_without_the_extension_gets_a_plain_explanation(stdio_reports: dict[str, Report]) -> None:

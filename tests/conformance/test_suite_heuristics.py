@@ -6,10 +6,17 @@ from typing import Any
 
 import pytest
 from mcp_pd_conformance import Status
-from mcp_pd_conformance._checks import Discovery, resource_listing
+from mcp_pd_conformance._checks import Discovery, extension_tools, resource_listing
 from mcp_pd_conformance._documents import classify_call, read_body, same_selection_uri, schema_detail
 from mcp_pd_conformance._probe import ErrorInfo, Exchange
 from mcp_pd_conformance._record import Recorder
+from mcp_pd_conformance._text import (
+    call_example,
+    explains_consequence,
+    explains_fetch_first,
+    explains_tools_list,
+    parameter_docs,
+)
 
 SPEC_EXAMPLE_11_2 = {
     "uri": "resource:///tool_descriptions",
@@ -104,3 +111,59 @@ async def test_the_spec_example_description_omits_the_consequence_of_an_unfetche
     assert status["explains-authorization"] is Status.WARNING
     assert status["system-prompt-guidance"] is Status.WARNING
     assert status["name"] is Status.SUCCESS and status["uri"] is Status.SUCCESS
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("Add two integers. :param a: first addend", ":param"),
+        ("Count words. Args: text (str): the text.", "Args: t"),
+        ("Delete notes. @param confirm must be true.", "@param"),
+        ("Search. Parameters\n----------\nq : str", "Parameters\n---"),
+        ("Fetch a page. url (string): the address", "url (string):"),
+        ("Add two integers and return their sum.", None),
+        ("Lists the arguments a tool takes, by name.", None),
+    ],
+)
+def test_parameter_docs_in_every_docstring_style(text: str, found: str | None) -> None:
+    hit = parameter_docs(text)
+    assert (hit is None) if found is None else (hit is not None and hit.startswith(found.split("\n")[0])), hit
+
+
+@pytest.mark.parametrize(
+    ("text", "example"),
+    [
+        ("Add two integers, e.g. add(a=2, b=3).", True),
+        ('Search issues; pass {"query": "bug"}.', True),
+        ("Fetch weather. Example: get_weather(city: 'Paris')", True),
+        ("Add two integers (exact arithmetic).", False),
+        ("Return the sum (an integer).", False),
+    ],
+)
+def test_inline_call_examples(text: str, example: bool) -> None:
+    assert (call_example(text, "add") is not None) is example
+
+
+def test_workflow_sentences_need_their_parts_together() -> None:
+    """Keywords scattered over unrelated sentences do not explain the workflow (PD-4.2-01/02/04)."""
+    scattered = "Definitions as JSON. Errors follow the tools/list format. First published in 2024."
+    assert not explains_tools_list(scattered)
+    assert not explains_fetch_first(scattered)
+    assert not explains_consequence(scattered)
+    told = (
+        "Choose a tool from tools/list. Read its description here before calling it; "
+        "a call without fetching fails with an error."
+    )
+    assert explains_tools_list(told) and explains_fetch_first(told) and explains_consequence(told)
+    steps = "Step 1: pick a tool. Step 2: read resource:///tool_descriptions?tools=X. Step 3: call the tool."
+    assert explains_fetch_first(steps)
+
+
+def test_extension_tools_are_the_advertised_names_else_describe_tools() -> None:
+    listed = ["describe_tools", "search_tools", "add"]
+    advertised = {"resourceUri": "resource:///tool_descriptions", "describeTool": "describe_tools", "mode": "x"}
+    assert extension_tools(advertised, listed) == {"describe_tools": "advertised as describeTool"}
+    catalog = {"describeTool": "describe_tools", "searchTool": "search_tools", "callTool": "missing"}
+    assert set(extension_tools(catalog, listed)) == {"describe_tools", "search_tools"}
+    assert extension_tools(None, listed) == {"describe_tools": "named describe_tools"}
+    assert extension_tools(None, ["add"]) == {}

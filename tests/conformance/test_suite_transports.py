@@ -20,7 +20,8 @@ def test_shared_grants_fail_isolation_over_http(http_reports: dict[str, Report])
     failed = _failed(report)
     assert "PD-5.1-04" in failed, render(report)
     # A global grant also lets a later session and a sessionless client through: the same defect.
-    assert failed <= {"PD-5.1-04", "PD-5.2-02", "PD-5.2-03", "PD-5.1-02"}, render(report)
+    # The grants scenario sees the other sessions' grants too (PD-5.1-02/PD-5.1-01 checks of scenario grants).
+    assert failed <= {"PD-5.1-04", "PD-5.2-02", "PD-5.2-03", "PD-5.1-02", "PD-5.1-01"}, render(report)
     statuses = _by_key(report)
     for era in ("legacy", "2026-07-28"):
         assert statuses[f"isolation/other-session-refused[{era}]"] is Status.FAILURE
@@ -38,7 +39,7 @@ def test_shared_grants_are_not_hidden_when_hints_come_from_the_definitions(http_
     assert "grants leak between sessions (PD-5.1-04)" in refused.message and "--call-tool" in refused.message
     named = http_reports["bare-global-grants --call-tool"]
     assert "PD-5.1-04" in _failed(named), render(named)
-    assert _failed(named) <= {"PD-5.1-04", "PD-5.2-02", "PD-5.2-03", "PD-5.1-02"}, render(named)
+    assert _failed(named) <= {"PD-5.1-04", "PD-5.2-02", "PD-5.2-03", "PD-5.1-02", "PD-5.1-01", "PD-2-03"}, render(named)
     statuses = _by_key(named)
     assert statuses["authorization/unfetched-call-refused[legacy]"] is Status.SUCCESS
     assert statuses["isolation/other-session-refused[legacy]"] is Status.FAILURE
@@ -93,3 +94,17 @@ def test_simulated_catalog_passes_with_an_explicit_tool(reference_reports: dict[
     # The catalog ships no examples or error guidance: SHOULD warnings, not failures.
     warned = {r.id for r in report.results if r.status is Status.WARNING}
     assert warned == {"resource-read/examples", "resource-read/error-guidance"}, render(report)
+
+
+@pytest.mark.req("PD-3.1-01")
+def test_a_paginated_tools_list_is_followed_everywhere(reference_reports: dict[str, Report]) -> None:
+    """With tools/list in pages of 4, the suite sees the whole catalog (and passes) as without pages."""
+    paged, whole = reference_reports["paged"], reference_reports["reference"]
+    assert paged.exit_code == 0, render(paged)
+
+    def listed(report: Report) -> str:
+        return next(r.message for r in report.results if r.id == "tools-list/listed")
+
+    assert listed(paged) == listed(whole)
+    pagination = next(r for r in paged.results if r.id == "tools-list/pagination")
+    assert pagination.status is Status.SUCCESS

@@ -1,8 +1,10 @@
 """The offline back-end: a deterministic, rule-based planner. It is not a model and does not pretend to be.
 
 It gets exactly what a model gets through the loop (system prompt, function definitions from the minimal
-list plus `read_tool_descriptions`, the conversation) and answers with function calls, so it exercises the
-same code path with no network and no key. Its rules:
+list, plus `read_tool_descriptions` in the resources host, the conversation) and answers with function calls,
+so it exercises the same code path with no network and no key. It fetches with `read_tool_descriptions` when
+it has it, else with the function that takes `{"tools": [names]}` (the server's describe tool, in a tools-only
+host); such a function is never a task's tool. Its rules:
 
 * the task is split into steps at "then" / ";" ; each step's tool is the minimal entry whose name, title
   and one-line description share the most words with the step (a tool the user names in backticks wins);
@@ -13,11 +15,21 @@ same code path with no network and no key. Its rules:
   URLs and paths; arithmetic for fields whose examples are expressions; ids by "task 5", by name among
   results already seen, by "it" for the latest object of that kind, or by calling the lookup tool;
 * it recovers from errors the way section 8 asks: TOOL_DESCRIPTION_REQUIRED -> read the resource_uri's
-  tools and retry; MISSING_TOOL_SELECTION -> read the named tools; a name not found -> re-rank the
+  tools (with only the describe tool: make the error's `describe_tool_call`) and retry;
+  MISSING_TOOL_SELECTION -> read the named tools; a name not found (in a read or a call) -> re-rank the
   `available_tools` the server listed. Other tool errors end the task with the error reported.
 
+Against a catalog-mode server (the list holds `search_tools`, `browse_tools`, the describe tool and `call_tool`)
+it finds each step's tool first: it searches with the step's words (quoted values and a backticked name left
+out) and takes the first result whose name words all occur in the step; else it rephrases (the step's content
+words only) and takes the best-ranked result seen; when every search abstains it browses the categories that
+share the most words with the step. It describes the chosen tools, then calls them through `call_tool`. A tool
+the user names is described first; if it does not exist, the step is searched. INVALID_ARGUMENTS is fixed field
+by field from the problems it lists (type, enum, required, additional properties) and the call made again.
+
 `missteps` script the errors a careless model makes, so each recovery path can be shown on purpose:
-"call_before_fetch" (call the first tool before reading it) and "read_without_tools" (read the bare URI).
+"call_before_fetch" (call the first tool before reading it), "read_without_tools" (read the bare URI) and
+"numbers_as_strings" (send the first call's numbers as strings).
 """
 
 from __future__ import annotations
@@ -35,7 +47,7 @@ from mcp_pd_agent._prompt import READ_FUNCTION
 
 __all__ = ["MISSTEPS", "PlannerBackend"]
 
-MISSTEPS: Final = ("call_before_fetch", "read_without_tools")
+MISSTEPS: Final = ("call_before_fetch", "read_without_tools", "numbers_as_strings")
 MAX_TURNS: Final = 14
 
 _STOPWORDS: Final = frozenset(
@@ -121,6 +133,12 @@ _CUES: Final[dict[str, tuple[str, ...]]] = {
     "description": ("description",),
 }
 _ABOUT_READING: Final = re.compile(r"\btool descriptions?\b", re.IGNORECASE)
+# Catalog mode's meta-tools (spec/interpretations.md I-16): fixed names, so a client can rely on them.
+_SEARCH: Final = "search_tools"
+_BROWSE: Final = "browse_tools"
+_CALL: Final = "call_tool"
+_IDENTIFIER: Final = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
+_BROWSED_CATEGORIES: Final = 3
 _TO_WORDS: Final = frozenset({"to", "into", "in", "as"})
 
 
@@ -211,8 +229,16 @@ class _Step:
     text: str
     named: str | None = None  # a tool the user named in backticks
     done: bool = False
-    tool: str | None = None  # chosen function name
+    tool: str | None = None  # chosen function name (catalog mode: the tool's name)
     result: Any = None
+    # catalog mode: how far the search got, what it answered, and a call to repeat with fixed arguments
+    stage: int = 0
+    named_tried: bool = False
+    last: list[tuple[str, str]] | None = None  # the latest search or browse answer: (name, one line)
+    seen: list[tuple[str, str]] = field(default_factory=list)  # every search result so far, first seen first
+    categories: list[str] = field(default_factory=list)  # categories to browse, best first
+    retry: dict[str, Any] | None = None  # arguments fixed after INVALID_ARGUMENTS
+    fixed: bool = False
 
 
 @dataclass
@@ -236,7 +262,7 @@ class PlannerBackend:
         self._defs: dict[str, dict[str, Any]] = {}
         self._not_found: dict[str, list[str]] = {}
         self._objects: list[_Object] = []
-        self._pending: dict[str, tuple[str, ToolCall]] = {}
+        self._pending: dict[str, tuple[str, ToolCall, str]] = {}  # call id -> (purpose, call, target tool)
         self._required: list[str] = []
         self._lookups: set[tuple[int, str]] = set()
         self._read_attempts: dict[tuple[str, ...], int] = {}
@@ -246,6 +272,13 @@ class PlannerBackend:
         self._functions: dict[str, FunctionSpec] = {}
         self._mcp_names: dict[str, str] = {}
         self._reader = READ_FUNCTION
+        self._describers: set[str] = set()  # functions that take {"tools": [names]}: fetchers, never task tools
+        self._required_call: ToolCall | None = None  # a TOOL_DESCRIPTION_REQUIRED's describe_tool_call to make
+        self._synthetic_reader = True
+        self._catalog = False  # the server lists meta-tools: search, describe, then call through call_tool
+        self._call_function = _CALL
+        self._search_function = _SEARCH
+        self._browse_function = _BROWSE
 
     @property
     def label(self) -> str:
@@ -267,13 +300,28 @@ class PlannerBackend:
 
     def _start(self, request: ModelRequest) -> None:
         self._started = True
+        synthetic = [f.name for f in request.functions if f.name.endswith(READ_FUNCTION)]
+        meta = {f.name: f for f in request.functions if _meta_tool(f) is not None}
+        self._catalog = {_meta_tool(f) for f in meta.values()} >= {_SEARCH, _CALL}
         for function in request.functions:
-            if function.name.endswith(READ_FUNCTION):
-                self._reader = function.name
+            if function.name in synthetic or _takes_tool_names(function.parameters):
+                self._describers.add(function.name)
+                continue
+            if self._catalog and function.name in meta:
+                kind = _meta_tool(function)
+                if kind == _SEARCH:
+                    self._search_function = function.name
+                elif kind == _BROWSE:
+                    self._browse_function = function.name
+                else:
+                    self._call_function = function.name
                 continue
             self._functions[function.name] = function
             named = re.search(r"\(MCP tool name: ([^)]+)\)$", function.description)
             self._mcp_names[named.group(1) if named else function.name] = function.name
+        # The synthetic reader when the host offers it, else the server's describe tool.
+        self._reader = synthetic[0] if synthetic else min(self._describers, default=READ_FUNCTION)
+        self._synthetic_reader = bool(synthetic)
         task = next((m.text for m in request.messages if isinstance(m, UserMessage)), "")
         for text in _split_steps(task):
             named = _BACKTICK.search(text)
@@ -289,40 +337,73 @@ class PlannerBackend:
     def _call(self, name: str, arguments: dict[str, Any], purpose: str) -> ToolCall:
         self._ids += 1
         call = ToolCall(f"planner_{self._ids}", name, arguments)
-        self._pending[call.id] = (purpose, call)
+        self._pending[call.id] = (purpose, call, name)
         return call
 
-    def _read(self, names: Sequence[str]) -> AssistantTurn:
+    def _tool_call(self, tool: str, arguments: dict[str, Any], purpose: str) -> ToolCall:
+        """A call of a task's tool: direct, or in catalog mode through call_tool (the host lists nothing else)."""
+        if not self._catalog or tool in self._functions:
+            return self._call(tool, arguments, purpose)
+        call = self._call(self._call_function, {"name": tool, "arguments": arguments}, purpose)
+        self._pending[call.id] = (purpose, call, tool)
+        return call
+
+    def _read(self, names: Sequence[str], arguments: dict[str, Any] | None = None) -> AssistantTurn:
         key = tuple(names)
         self._read_attempts[key] = self._read_attempts.get(key, 0) + 1
         if self._read_attempts[key] > 2:
             self._failure = f"the server keeps refusing to describe {', '.join(names)}"
             return self._answer()
-        return AssistantTurn("", (self._call(self._reader, {"tools": list(names)}, "read"),))
+        call_arguments = dict(arguments) if arguments is not None else {"tools": list(names)}
+        return AssistantTurn("", (self._call(self._reader, call_arguments, "read"),))
 
     # -- what came back ----------------------------------------------------------------------------
     def _ingest(self, outputs: ToolOutputs) -> None:
         for output in outputs.outputs:
             if output.call_id not in self._pending:
                 continue
-            purpose, call = self._pending.pop(output.call_id)
+            purpose, call, target = self._pending.pop(output.call_id)
             data = _json(output.text)
             if purpose == "read":
                 self._ingest_read(data)
                 continue
+            if purpose.startswith("search:"):
+                self._ingest_search(self._steps[int(purpose[7:])], data, output.is_error)
+                continue
             code = _code(data)
             if output.is_error and code == "TOOL_DESCRIPTION_REQUIRED":
                 error = data["error"] if isinstance(data, dict) else {}
-                self._required = _tools_in_uri(str(error.get("resource_uri", ""))) or [self._mcp(call.name)]
+                self._required = _tools_in_uri(str(error.get("resource_uri", ""))) or [self._mcp(target)]
                 for name in self._required:
                     self._defs.pop(name, None)
+                # Where the host reads the resource for the model, the resource_uri is the way; with only the
+                # describe tool, the call the error spells out.
+                how = None if self._synthetic_reader else error.get("describe_tool_call")
+                if isinstance(how, dict) and how.get("name") == self._mcp(self._reader):
+                    arguments = how.get("arguments")
+                    self._required_call = ToolCall("", self._reader, arguments if isinstance(arguments, dict) else {})
+                continue
+            if output.is_error and code == "TOOL_NOT_FOUND" and purpose.startswith("step:"):
+                # The server does not have that name: choose again among the tools it says it has.
+                available = data["error"].get("available_tools") if isinstance(data, dict) else None
+                self._not_found[self._mcp(target)] = [str(n) for n in available or []]
+                continue
+            if output.is_error and code == "INVALID_ARGUMENTS" and purpose.startswith("step:"):
+                # call_tool checked the arguments against the schema and ran nothing: fix the fields it names.
+                step = self._steps[int(purpose[5:])]
+                inner = call.arguments.get("arguments") if call.name == self._call_function else call.arguments
+                fixed = None if step.fixed else self._fix_arguments(target, dict(inner or {}), data)
+                if fixed is None:
+                    self._failure = f"{self._mcp(target)} refused its arguments: {_message(data, output.text)}"
+                else:
+                    step.retry, step.fixed = fixed, True
                 continue
             if output.is_error:
                 if purpose == "misstep":
                     continue
-                self._failure = f"{self._mcp(call.name)} failed: {_message(data, output.text)}"
+                self._failure = f"{self._mcp(target)} failed: {_message(data, output.text)}"
                 continue
-            self._remember(call.name, data)
+            self._remember(target, data)
             if purpose.startswith("step:"):
                 step = self._steps[int(purpose[5:])]
                 step.done, step.result = True, data
@@ -336,6 +417,30 @@ class PlannerBackend:
             elif isinstance(entry, dict):
                 available = entry.get("available_tools")
                 self._not_found[name] = [str(n) for n in available] if isinstance(available, list) else []
+
+    def _ingest_search(self, step: _Step, data: Any, is_error: bool) -> None:
+        """A search_tools or browse_tools answer for a step: what it offers to choose from."""
+        step.last = []
+        if is_error or not isinstance(data, dict):
+            return
+        if isinstance(data.get("categories"), list):
+            words = _content_words(step.text)
+            scored = []
+            for position, category in enumerate(data["categories"]):
+                about = f"{category.get('name', '')} {category.get('description', '')}"
+                about_words = _content_words(about.replace("_", " ").replace("-", " "))
+                scored.append((-len(about_words & words), position, str(category.get("name"))))
+            step.categories = [name for _, _, name in sorted(scored)][:_BROWSED_CATEGORIES]
+            return
+        entries = data.get("results") if isinstance(data.get("results"), list) else data.get("tools")
+        # A browsed category's name says what its tools are about, so it counts with their one-liners.
+        about = f" ({data['category']})" if isinstance(data.get("category"), str) else ""
+        for entry in entries if isinstance(entries, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                step.last.append((entry["name"], str(entry.get("description") or "") + about))
+        if data.get("results") is not None:
+            known = {name for name, _ in step.seen}
+            step.seen += [item for item in step.last if item[0] not in known]
 
     def _remember(self, function: str, data: Any) -> None:
         """Register every object with an id in a result, newest (and first-listed) last."""
@@ -365,22 +470,33 @@ class PlannerBackend:
     def _decide(self) -> AssistantTurn:
         if self._failure is not None:
             return self._answer()
-        if self._missteps and self._steps:
-            misstep = self._missteps.pop(0)
-            if misstep == "read_without_tools":
+        if self._missteps and self._steps and self._missteps[0] != "numbers_as_strings":
+            if self._missteps[0] == "read_without_tools":
+                self._missteps.pop(0)
                 return AssistantTurn("", (self._call(self._reader, {"tools": []}, "read"),))
-            tool = self._choose(self._steps[0])
-            if tool is not None:
-                return AssistantTurn("", (self._call(tool, {}, "misstep"),))
+            if not self._catalog:  # in catalog mode the tool is found first (below), then called too early
+                self._missteps.pop(0)
+                tool = self._choose(self._steps[0])
+                if tool is not None:
+                    return AssistantTurn("", (self._call(tool, {}, "misstep"),))
+        if self._required_call is not None:
+            # Follow the error's describe_tool_call as given (its arguments, not our reconstruction of them).
+            how, self._required_call, self._required = self._required_call, None, []
+            return self._read(list(how.arguments.get("tools") or []), how.arguments)
         if self._required:
             names, self._required = self._required, []
             return self._read(names)
         remaining = [(i, s) for i, s in enumerate(self._steps) if not s.done]
         if not remaining:
             return self._answer()
+        if self._catalog:
+            searching = self._find(remaining)
+            if searching is not None:
+                return searching
         unread: list[str] = []
         for _, step in remaining:
-            step.tool = self._choose(step)
+            if not self._catalog:
+                step.tool = self._choose(step)
             if step.tool is None:
                 self._failure = f"no tool in the list fits {step.text!r}"
                 return self._answer()
@@ -388,9 +504,16 @@ class PlannerBackend:
             if name not in self._defs and name not in unread:
                 unread.append(name)
         if unread:
+            if self._catalog and self._missteps and self._missteps[0] == "call_before_fetch":
+                self._missteps.pop(0)
+                assert remaining[0][1].tool is not None
+                return AssistantTurn("", (self._tool_call(remaining[0][1].tool, {}, "misstep"),))
             return self._read(unread)
         index, step = remaining[0]
         assert step.tool is not None
+        if step.retry is not None:
+            arguments, step.retry = step.retry, None
+            return AssistantTurn("", (self._tool_call(step.tool, arguments, f"step:{index}"),))
         fill = self._fill(index, step, self._defs[self._mcp(step.tool)])
         if fill.lookup is not None:
             lookup = self._mcp(fill.lookup)
@@ -398,15 +521,116 @@ class PlannerBackend:
                 return self._read([lookup])
             lookup_fill = self._fill(index, step, self._defs[lookup], required_only=True)
             self._lookups.add((index, fill.lookup_for))
-            return AssistantTurn("", (self._call(fill.lookup, lookup_fill.arguments, "lookup"),))
+            return AssistantTurn("", (self._tool_call(fill.lookup, lookup_fill.arguments, "lookup"),))
         if fill.missing:
             self._failure = f"could not work out {', '.join(fill.missing)} for {step.tool} from {step.text!r}"
             return self._answer()
-        return AssistantTurn("", (self._call(step.tool, fill.arguments, f"step:{index}"),))
+        arguments = fill.arguments
+        if self._missteps and self._missteps[0] == "numbers_as_strings":
+            self._missteps.pop(0)
+            arguments = {
+                k: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+                for k, v in arguments.items()
+            }
+        return AssistantTurn("", (self._tool_call(step.tool, arguments, f"step:{index}"),))
+
+    # -- catalog mode: finding each step's tool ------------------------------------------------------
+    def _find(self, remaining: Sequence[tuple[int, _Step]]) -> AssistantTurn | None:
+        """Searches (all steps' at once) until every remaining step has a tool; None when they all have one."""
+        calls: list[ToolCall] = []
+        for index, step in remaining:
+            if step.tool is not None and step.tool not in self._not_found:
+                continue
+            step.tool = None
+            if step.named is not None and not step.named_tried:
+                # The user named it: describe it with the others (a name that does not exist is searched for).
+                step.tool, step.named_tried = step.named, True
+                continue
+            step.tool = self._pick(step)
+            if step.tool is not None:
+                continue
+            call = self._next_search(index, step)
+            if call is None:
+                self._failure = f"no tool found for {step.text!r} (searched, rephrased and browsed)"
+                return self._answer()
+            calls.append(call)
+        return AssistantTurn("", tuple(calls)) if calls else None
+
+    def _pick(self, step: _Step) -> str | None:
+        """The tool for a step from what searching gave so far, or None to search on."""
+        if step.last is None:
+            return None
+        full = [name for name, _ in step.last if self._full_match(name, step.text)]
+        if full:
+            return full[0]
+        if step.stage == 1 and _rephrased(step.text) is not None:
+            return None  # no result fits every word: say it differently before settling
+        # After the searches (the best of every result seen) or in a browsed category: the planner's own ranking.
+        pool = step.seen if step.stage <= 2 else step.last if step.stage > 3 else []
+        specs = [FunctionSpec(name, about, {}) for name, about in pool if name not in self._not_found]
+        ranked = rank_tools(step.text, specs)
+        return ranked[0][1] if ranked else None
+
+    def _full_match(self, name: str, text: str) -> bool:
+        tokens = [t for t in _name_tokens(name) if t not in _STOPWORDS]
+        return name not in self._not_found and bool(tokens) and set(tokens) <= _content_words(_unquoted(text))
+
+    def _next_search(self, index: int, step: _Step) -> ToolCall | None:
+        """Search in the step's words; then in its content words; then browse the closest categories."""
+        step.stage += 1
+        if step.stage == 1:
+            return self._call(self._search_function, {"query": _search_text(step.text)}, f"search:{index}")
+        rephrased = _rephrased(step.text)
+        if step.stage == 2 and rephrased is not None:
+            return self._call(self._search_function, {"query": rephrased}, f"search:{index}")
+        if step.stage <= 3:
+            step.stage = 3
+            return self._call(self._browse_function, {}, f"search:{index}")
+        browsed = step.stage - 4
+        if browsed < len(step.categories):
+            return self._call(self._browse_function, {"category": step.categories[browsed]}, f"search:{index}")
+        return None
+
+    def _fix_arguments(self, tool: str, arguments: dict[str, Any], data: Any) -> dict[str, Any] | None:
+        """The arguments with each INVALID_ARGUMENTS problem fixed, or None when one cannot be."""
+        problems = data.get("error", {}).get("problems") if isinstance(data, dict) else None
+        if not isinstance(problems, list) or not problems:
+            return None
+        definition = self._defs.get(self._mcp(tool)) or {}
+        properties = (definition.get("inputSchema") or {}).get("properties") or {}
+        examples = [e.get("input") for e in definition.get("examples") or [] if isinstance(e, dict)]
+        for problem in problems:
+            field_name, rule = str(problem.get("field", "")), str(problem.get("rule", ""))
+            schema = problem.get("schema") if isinstance(problem.get("schema"), dict) else {}
+            names = re.findall(r"[\"']([^\"']+)[\"']", str(problem.get("message", "")))
+            if rule == "type" and field_name in arguments:
+                value = _coerce(arguments[field_name], schema.get("type"))
+                if value is None:
+                    return None
+                arguments[field_name] = value
+            elif rule == "enum" and field_name in arguments:
+                options = [
+                    o for o in schema.get("enum") or [] if _normalize(str(o)) == _normalize(str(arguments[field_name]))
+                ]
+                if not options:
+                    return None
+                arguments[field_name] = options[0]
+            elif rule == "required" and names:
+                spec = properties.get(names[0]) or {}
+                values = [e[names[0]] for e in examples if isinstance(e, dict) and names[0] in e]
+                if "default" not in spec and not values:
+                    return None
+                arguments[names[0]] = spec.get("default", values[0] if values else None)
+            elif rule == "additionalProperties":
+                for name in names:
+                    arguments.pop(name, None)
+            else:
+                return None
+        return arguments
 
     def _choose(self, step: _Step) -> str | None:
         """The function for a step: a named tool (unless the server said it does not exist), else the best rank."""
-        candidates = list(self._functions.values())
+        candidates = [f for f in self._functions.values() if self._mcp(f.name) not in self._not_found]
         if step.named is not None:
             if step.named not in self._not_found:
                 return self._mcp_names.get(step.named, step.named)
@@ -589,9 +813,15 @@ class PlannerBackend:
         return None
 
     def _lookup_function(self, description: str) -> str | None:
-        """A listed function that a parameter's description points to, e.g. '(list_projects shows the ids)'."""
+        """A listed function that a parameter's description points to, e.g. '(list_projects shows the ids)'.
+
+        In catalog mode the tool is not listed: any tool-like name the description mentions (described before
+        it is called, like every tool), unless the server said it does not exist.
+        """
         mentioned = [(description.find(name), fname) for name, fname in self._mcp_names.items() if name in description]
-        mentioned = [m for m in mentioned if m[0] >= 0]
+        if self._catalog:
+            mentioned += [(m.start(), m.group(0)) for m in _IDENTIFIER.finditer(description)]
+        mentioned = [m for m in mentioned if m[0] >= 0 and self._mcp(m[1]) not in self._not_found]
         return min(mentioned)[1] if mentioned else None
 
 
@@ -616,6 +846,58 @@ def _message(data: Any, text: str) -> str:
     if isinstance(data, dict) and isinstance(data.get("error"), dict):
         return str(data["error"].get("message") or data["error"])
     return text.strip()[:300]
+
+
+def _meta_tool(function: FunctionSpec) -> str | None:
+    """Which catalog-mode meta-tool a function is, by its fixed name and schema: search, browse, call, or None."""
+    properties = set((function.parameters.get("properties") or {}).keys())
+    if function.name == _SEARCH and "query" in properties:
+        return _SEARCH
+    if function.name == _BROWSE and "category" in properties:
+        return _BROWSE
+    if function.name == _CALL and {"name", "arguments"} <= properties:
+        return _CALL
+    return None
+
+
+def _search_text(text: str) -> str:
+    """A step as a search query: without quoted values and backticked names (they are arguments, not the tool)."""
+    return re.sub(r"\s+", " ", _BACKTICK.sub(" ", _unquoted(text))).strip(" ,.;:!?")
+
+
+def _rephrased(text: str) -> str | None:
+    """The step's content words as a second query (no numbers), or None when that says nothing new."""
+    natural = _search_text(text)
+    words = [w for w in dict.fromkeys(_words(natural)) if w not in _STOPWORDS and not w.isdigit()]
+    rephrased = " ".join(words)
+    return rephrased if rephrased and rephrased != natural.lower() else None
+
+
+def _coerce(value: Any, wanted: Any) -> Any:
+    """`value` as the JSON type a schema's `type` wants (numbers written as strings, and back), or None."""
+    types = {wanted} if isinstance(wanted, str) else set(wanted or [])
+    if types & {"number", "integer"} and isinstance(value, str):
+        try:
+            number = float(value.replace(",", ""))
+        except ValueError:
+            return None
+        return int(number) if "integer" in types or number.is_integer() else number
+    if "string" in types and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if "boolean" in types and isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    return None
+
+
+def _takes_tool_names(parameters: dict[str, Any]) -> bool:
+    """A function whose only required argument is `tools`, a list of strings: a describe tool (or our reader)."""
+    prop = (parameters.get("properties") or {}).get("tools")
+    return (
+        isinstance(prop, dict)
+        and prop.get("type") == "array"
+        and list(parameters.get("required") or []) == ["tools"]
+        and set(parameters.get("properties") or {}) == {"tools"}
+    )
 
 
 def _tools_in_uri(uri: str) -> list[str]:

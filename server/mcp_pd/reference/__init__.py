@@ -27,8 +27,19 @@ __all__ = [
 
 logger = logging.getLogger("mcp_pd.reference")
 
-# The repository's tool_descriptions/ (present in a checkout or an editable install).
-DEFAULT_DESCRIPTIONS = Path(__file__).resolve().parents[3] / "tool_descriptions"
+
+def _default_descriptions() -> Path:
+    """The copy of tool_descriptions/ a wheel ships beside this module, else the checkout's own.
+
+    A checkout or an editable install has no copy here (only a wheel build maps the folder in), so it reads the
+    repository's files, and editing them hot-reloads the running server.
+    """
+    here = Path(__file__).resolve().parent
+    shipped = here / "tool_descriptions"
+    return shipped if shipped.is_dir() else here.parents[2] / "tool_descriptions"
+
+
+DEFAULT_DESCRIPTIONS = _default_descriptions()
 
 INSTRUCTIONS = (
     "A project tracker (projects, tasks, comments, reports) on a local SQLite database, plus a few "

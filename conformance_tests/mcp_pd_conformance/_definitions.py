@@ -1,0 +1,175 @@
+"""Full definitions checked for truth, and every read of the run checked whole.
+
+`learn_definitions` reads the definitions of the first `MAX_DEFINITIONS` gated tools (in batches,
+one name at a time when a batch is refused). `schema_valid` validates each served inputSchema and
+each example against it with jsonschema. `judge_reads` looks at every resources/read the run sent:
+every content item, its MIME type, and whether a successful read silently held fewer tools than asked.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+import jsonschema
+from jsonschema.exceptions import SchemaError
+
+from ._checks import Discovery, selection_uri
+from ._documents import base_uri, read_body
+from ._probe import Exchange, Peer, short
+from ._record import Recorder
+
+__all__ = ["MAX_DEFINITIONS", "judge_reads", "learn_definitions", "schema_valid"]
+
+MAX_DEFINITIONS = 50
+_BATCH = 10
+
+
+async def learn_definitions(peer: Peer, disc: Discovery, limit: int = MAX_DEFINITIONS) -> None:
+    """Fill `disc.entries` (and `disc.hints` when the listing has no annotations) for the first `limit` tools."""
+    if disc.base is None:
+        return
+    pending = [n for n in disc.names[:limit] if n not in disc.entries]
+    size = _BATCH
+    while pending:
+        batch = pending[:size]
+        body = read_body(await peer.read(selection_uri(disc.base, *batch)))
+        if body.mapping is None and size > 1:
+            size = 1  # perhaps fewer names per read are allowed
+            continue
+        pending = pending[len(batch) :]
+        for name in batch:
+            entry = (body.mapping or {}).get(name)
+            if isinstance(entry, dict) and "error" not in entry:
+                disc.entries[name] = entry
+                if isinstance(entry.get("annotations"), dict):
+                    disc.hints.setdefault(name, entry["annotations"])
+
+
+def _examples(entry: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    found = []
+    for i, example in enumerate(entry.get("examples") or []):
+        if isinstance(example, dict):
+            for key in ("input", "arguments", "args", "params", "parameters"):
+                if isinstance(example.get(key), dict):
+                    found.append((i, example[key]))
+                    break
+    return found
+
+
+def schema_valid(rec: Recorder, disc: Discovery) -> None:
+    """resource-read/schema-valid over every definition read."""
+    problems = []
+    checked = 0
+    for name, entry in disc.entries.items():
+        schema = entry.get("inputSchema")
+        if not isinstance(schema, dict):
+            continue  # resource-read/full-entry reports it
+        checked += 1
+        try:
+            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            cls.check_schema(schema)
+            validator = cls(schema)
+        except SchemaError as exc:
+            problems.append(f"{name}: the inputSchema is not a valid JSON Schema ({short(exc.message, 100)})")
+            continue
+        for i, arguments in _examples(entry):
+            try:
+                error = next(iter(validator.iter_errors(arguments)), None)
+            except Exception as exc:  # an unresolvable $ref, for one: the schema cannot be used as served
+                problems.append(f"{name}: validating example {i} failed ({type(exc).__name__}: {short(str(exc), 80)})")
+                break
+            if error is not None:
+                where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+                problems.append(
+                    f"{name}: example {i} {short(arguments, 80)} does not validate at {where}: "
+                    f"{short(error.message, 100)}"
+                )
+    if not checked:
+        rec.skip("resource-read/schema-valid", "no definition with an inputSchema was read")
+    elif problems:
+        rec.fail(
+            "resource-read/schema-valid",
+            f"{len(problems)} problems: " + "; ".join(problems[:4]),
+            expected="a valid JSON Schema, and every example's input valid against it",
+        )
+    else:
+        rec.ok("resource-read/schema-valid", f"{checked} served schemas are valid and their examples validate")
+
+
+def _requested(uri: str, base: str) -> list[str] | None:
+    """The names of a plain `<base>?tools=a,b` read (the form the suite sends); None for any other form."""
+    if base_uri(uri) != base or "%" in uri or "&" in uri or "#" in uri:
+        return None
+    query = urlsplit(uri).query
+    if not query.startswith("tools="):
+        return None
+    return [n for n in query[len("tools=") :].split(",") if n]
+
+
+def judge_reads(rec: Recorder, disc: Discovery, reads: list[Exchange]) -> None:
+    """content-items, content-mime-type and complete-responses over every successful read of the run."""
+    if disc.base is None:
+        return
+    mine = [r for r in reads if base_uri(str(r.params.get("uri", ""))) == disc.base and r.error is None]
+    if not mine:
+        for check in ("content-items", "content-mime-type", "complete-responses"):
+            rec.skip(f"resource-read/{check}", "no read of the resource succeeded")
+        return
+    split: list[tuple[str, Exchange]] = []
+    mime: list[tuple[str, Exchange]] = []
+    short_reads: list[tuple[str, Exchange]] = []
+    listed = set(disc.names)
+    for exchange in mine:
+        uri = str(exchange.params["uri"])
+        contents = (exchange.result or {}).get("contents")
+        items = [c for c in contents if isinstance(c, dict)] if isinstance(contents, list) else []
+        if len(items) != 1:
+            kinds = [short(c.get("text") or c.get("blob") or c, 40) for c in items[1:3]]
+            split.append((f"{uri}: {len(items)} content items" + (f" (more: {kinds})" if kinds else ""), exchange))
+        for item in items:
+            if item.get("mimeType") != "application/json":
+                mime.append((f"{uri}: mimeType {item.get('mimeType')!r}", exchange))
+                break
+        for item in items[1:]:
+            text = item.get("text")
+            if isinstance(text, str):
+                try:
+                    json.loads(text)
+                except ValueError:
+                    split.append((f"{uri}: a further item holds text {short(text, 60)!r}", exchange))
+        requested = _requested(uri, disc.base)
+        got = read_body(exchange).mapping
+        if requested and got is not None:
+            missing = [n for n in requested if n in listed and n not in got]
+            if missing:
+                short_reads.append(
+                    (f"{uri}: {len(missing)} requested tools missing ({', '.join(missing[:4])})", exchange)
+                )
+
+    def judge(check: str, problems: list[tuple[str, Exchange]], ok: str, expected: str) -> None:
+        if problems:
+            text = f"{len(problems)} of {len(mine)} reads: " + "; ".join(p for p, _ in problems[:3])
+            rec.fail(check, text, expected=expected, exchange=problems[0][1])
+        else:
+            rec.ok(check, ok)
+
+    judge(
+        "resource-read/content-items",
+        split,
+        f"all {len(mine)} successful reads returned one content item",
+        "exactly one content item, the JSON object of spec 4.4",
+    )
+    judge(
+        "resource-read/content-mime-type",
+        mime,
+        f"every content item of {len(mine)} reads is application/json",
+        '"mimeType": "application/json" on every content item',
+    )
+    judge(
+        "resource-read/complete-responses",
+        short_reads,
+        f"no successful read of {len(mine)} left out a requested tool",
+        "every requested, listed tool in the answer, or an error (e.g. RATE_LIMITED) for the whole read",
+    )

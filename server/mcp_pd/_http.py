@@ -1,0 +1,336 @@
+"""Streamable HTTP serving with explicit limits: sessions, request size and pace, keep-alive, allowed Host/Origin.
+
+The SDK caps sessions, expires idle ones, bounds request bodies and checks Host/Origin; uvicorn owns the sockets.
+Two gaps remain and are closed here: nothing bounds how long a client may take to *send* a request (a client that
+dribbles its headers or body holds a connection, and an opening request a session slot, forever), and the SDK turns
+the Host/Origin checks off for any bind address but loopback. `mcp-pd serve --transport http` builds its server here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import h11
+import uvicorn
+from mcp.server.lowlevel import Server
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["HttpLimits", "describe_http", "http_server", "transport_security"]
+
+# What the SDK allows when it protects a loopback server itself; kept for loopback binds.
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+_INVALID_REQUEST = -32600  # JSON-RPC; the SDK's own HTTP refusals carry it too
+_DRAIN_BYTES = 64 * 1024 * 1024  # read and dropped past the body limit, at most, to answer with 413
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    """How much a Streamable HTTP server lets its clients hold, and for how long.
+
+    `max_sessions` and `session_idle_timeout` are the SDK's (None: no cap / never expire); `request_timeout` bounds
+    the time a client may take to send a request's headers, and again its body (a response, such as an SSE stream,
+    may then last as long as it needs); `keep_alive_timeout` closes a connection idle between requests;
+    `max_header_bytes` is h11's bound on a request head (uvicorn's default).
+    """
+
+    max_sessions: int | None = 1000
+    session_idle_timeout: float | None = 1800.0
+    max_body_bytes: int = 4 * 1024 * 1024
+    request_timeout: float = 30.0
+    keep_alive_timeout: float = 5.0
+    max_header_bytes: int = 16 * 1024
+
+    def __post_init__(self) -> None:
+        for name in ("session_idle_timeout", "request_timeout", "keep_alive_timeout"):
+            value = getattr(self, name)
+            if value is not None and not (0 < value < float("inf")):
+                raise ValueError(f"{name} must be a positive, finite number of seconds, not {value!r}")
+        if self.max_sessions is not None and self.max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1 (or None for no cap), not {self.max_sessions!r}")
+        for name in ("max_body_bytes", "max_header_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)!r}")
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding to `host` keeps the server on this machine."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name other than localhost may resolve to anything
+
+
+_PORT = r"(?::(?:\d{1,5}|\*))?"
+_NAME = r"[a-z0-9](?:[a-z0-9_.-]*[a-z0-9])?"
+_HOST_RE = re.compile(rf"(?:{_NAME}|\[[0-9a-f:.]+\]){_PORT}")
+_ORIGIN_RE = re.compile(rf"https?://(?:{_NAME}|\[[0-9a-f:.]+\]){_PORT}")
+
+
+def _host_patterns(value: str) -> list[str]:
+    """`--allowed-host` value -> the SDK's Host patterns; a bare host name allows any port."""
+    host = value.strip().lower()
+    try:
+        if ipaddress.ip_address(host).version == 6:
+            host = f"[{host}]"  # an unbracketed IPv6 address cannot carry a port
+    except ValueError:
+        pass
+    if not _HOST_RE.fullmatch(host):
+        raise ValueError(
+            f"--allowed-host {value!r} is not a host name: give HOST or HOST:PORT as clients send it in the Host "
+            "header (e.g. mcp.example.com or mcp.example.com:8443; HOST:* for any port), without a scheme or path"
+        )
+    has_port = re.search(r":(\d+|\*)$", host) is not None and not host.endswith("]")
+    return [host] if has_port else [host, f"{host}:*"]
+
+
+def _origin_patterns(value: str) -> list[str]:
+    origin = value.strip().lower().removesuffix("/")
+    if not _ORIGIN_RE.fullmatch(origin):
+        raise ValueError(
+            f"--allowed-origin {value!r} is not an origin: give SCHEME://HOST[:PORT] as browsers send it in the "
+            "Origin header (e.g. https://app.example.com; http://localhost:* for any port), without a path"
+        )
+    return [origin]
+
+
+def transport_security(bind: str, hosts: Sequence[str] = (), origins: Sequence[str] = ()) -> TransportSecuritySettings:
+    """DNS-rebinding protection for a server bound to `bind`: on for every bind address.
+
+    On loopback the SDK's defaults (127.0.0.1, localhost, [::1], any port) stay and `hosts`/`origins` add to them.
+    Beyond loopback only `hosts` are accepted, and there must be some: a server reachable from other machines
+    cannot guess the names its clients use, and accepting any Host is what DNS rebinding needs. Requests without
+    an Origin header (non-browser clients) pass; browsers need `origins`. Raises ValueError naming the flag.
+    """
+    allowed_hosts = [p for h in hosts for p in _host_patterns(h)]
+    allowed_origins = [p for o in origins for p in _origin_patterns(o)]
+    if is_loopback(bind):
+        local = [*_LOOPBACK_HOSTS]
+        bound = f"[{bind.strip('[]')}]" if ":" in bind else bind.lower()
+        if bound not in local:
+            local.append(bound)  # another loopback address (127.0.0.2, ...) is reached under its own name
+        allowed_hosts = [f"{h}:*" for h in local] + allowed_hosts
+        allowed_origins = [f"http://{h}:*" for h in local] + allowed_origins
+    elif not allowed_hosts:
+        raise ValueError(
+            f"--host {bind} serves beyond this machine, so DNS-rebinding protection needs the host names clients "
+            "will use: add --allowed-host NAME (repeatable; e.g. --allowed-host mcp.example.com), and "
+            "--allowed-origin ORIGIN for browser clients"
+        )
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(dict.fromkeys(allowed_hosts)),
+        allowed_origins=list(dict.fromkeys(allowed_origins)),
+    )
+
+
+def _error_body(message: str) -> bytes:
+    # The shape of the SDK's own HTTP refusals, so MCP clients show the message.
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": _INVALID_REQUEST, "message": message}}
+    return json.dumps(error, separators=(",", ":")).encode()
+
+
+async def _refuse(send: Send, status: int, message: str) -> None:
+    body = _error_body(message)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            # The refused request may still be arriving (or stalled): this connection carries no other one.
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class _CompleteRequests:
+    """Hands the app only whole requests: each body read in full within `timeout`, at most `max_bytes`.
+
+    Reading the body up front, before the SDK, means a slow or stalled body is answered 408 and the connection
+    closed, and it never holds a session slot (the SDK admits a session before it reads the opening request).
+    Only the *request* is bounded: the response, an SSE stream included, runs as long as the app wants.
+    """
+
+    def __init__(self, app: ASGIApp, *, timeout: float, max_bytes: int) -> None:
+        self.app = app
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_large = f"Request body too large: the limit is {self.max_bytes} bytes"
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.max_bytes and b"expect" in headers:
+            # A client waiting for "100 Continue" has sent nothing yet: tell it now, it never sends the body.
+            await _refuse(send, 413, too_large)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        complete = False
+        with anyio.move_on_after(self.timeout):
+            while size <= self.max_bytes + _DRAIN_BYTES:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return  # nobody left to answer
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                # Past the limit the body is still read (and dropped), within the same bounds: a client that is
+                # cut off while it sends sees a reset, not the 413 that says why.
+                if size <= self.max_bytes:
+                    chunks.append(chunk)
+                if not message.get("more_body", False):
+                    complete = True
+                    break
+        if size > self.max_bytes:
+            await _refuse(send, 413, too_large)
+            return
+        if not complete:
+            await _refuse(send, 408, f"Request Timeout: the request body did not arrive within {self.timeout:g} s")
+            return
+        whole: Message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        pending = [whole]
+
+        async def replay() -> Message:
+            # Later calls wait for the disconnect, as streaming responses do.
+            return pending.pop() if pending else await receive()
+
+        await self.app(scope, replay, send)
+
+
+class _PacedH11(H11Protocol):
+    """uvicorn's h11 protocol, with a deadline on each request head.
+
+    uvicorn bounds only the idle time *between* requests (keep-alive, cancelled by the first byte of the next
+    one): a connection that never sends anything, or sends its headers a byte at a time, stays open for good.
+    Here the head must be complete within `request_timeout` of the connection opening or of the request's first
+    byte; else the client gets 408 (if it had begun) and the connection is closed. Subclassed per server
+    (`_paced_h11`) because uvicorn builds one protocol per connection from the class alone.
+    """
+
+    request_timeout: float = HttpLimits.request_timeout
+    keep_alive_timeout: float = HttpLimits.keep_alive_timeout
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # uvicorn's Config types the keep-alive as whole seconds; its timer takes any float.
+        self.timeout_keep_alive = self.keep_alive_timeout  # type: ignore[assignment]
+        self._head_deadline: asyncio.TimerHandle | None = None
+        self._head_begun = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm(begun=False)
+
+    def data_received(self, data: bytes) -> None:
+        if self.conn.their_state is h11.IDLE:  # these bytes start (or continue) a request head
+            self._arm(begun=True)
+        super().data_received(data)
+        if self.conn.their_state is not h11.IDLE:  # the head is in (or the connection failed)
+            self._disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self, *, begun: bool) -> None:
+        self._head_begun = self._head_begun or begun
+        if self._head_deadline is None:
+            self._head_deadline = self.loop.call_later(self.request_timeout, self._head_timed_out)
+
+    def _disarm(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+        self._head_begun = False
+
+    def _head_timed_out(self) -> None:
+        self._head_deadline = None
+        if self.transport.is_closing():
+            return
+        if self._head_begun:
+            body = _error_body(f"Request Timeout: the request headers did not arrive within {self.request_timeout:g} s")
+            self.transport.write(
+                b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
+                + b"content-length: %d\r\n\r\n" % len(body)
+                + body
+            )
+        self.logger.info("Closing a connection whose request headers did not arrive in time")
+        self.transport.close()
+
+
+def _paced_h11(limits: HttpLimits) -> type[H11Protocol]:
+    attributes = {"request_timeout": limits.request_timeout, "keep_alive_timeout": limits.keep_alive_timeout}
+    return type("PacedH11Protocol", (_PacedH11,), attributes)
+
+
+def http_server(
+    server: Server[Any],
+    *,
+    host: str,
+    port: int,
+    security: TransportSecuritySettings,
+    limits: HttpLimits = HttpLimits(),
+    stateless: bool = False,
+    log_level: str = "warning",
+) -> uvicorn.Server:
+    """A uvicorn server for `server`'s Streamable HTTP app at /mcp, with `limits` and `security` applied."""
+    app = server.streamable_http_app(
+        stateless_http=stateless,
+        host=host,
+        transport_security=security,
+        max_request_body_size=limits.max_body_bytes,
+        session_idle_timeout=limits.session_idle_timeout,
+        max_sessions=limits.max_sessions,
+    )
+    paced = _CompleteRequests(app, timeout=limits.request_timeout, max_bytes=limits.max_body_bytes)
+    config = uvicorn.Config(
+        paced,
+        host=host,
+        port=port,
+        log_level=log_level,
+        http=_paced_h11(limits),
+        h11_max_incomplete_event_size=limits.max_header_bytes,
+        ws="none",  # MCP has no WebSocket transport: an upgrade request is just refused
+    )
+    return uvicorn.Server(config)
+
+
+def describe_http(limits: HttpLimits, security: TransportSecuritySettings, *, stateless: bool = False) -> list[str]:
+    """The effective limits, one line each, as `mcp-pd serve` prints them at start-up."""
+    if stateless:
+        sessions = "stateless: no sessions"
+    else:
+        cap = "no cap" if limits.max_sessions is None else f"at most {limits.max_sessions}"
+        idle = (
+            "never expire"
+            if limits.session_idle_timeout is None
+            else f"end after {limits.session_idle_timeout:g} s idle"
+        )
+        sessions = f"sessions: {cap}; they {idle}"
+    origins = ", ".join(security.allowed_origins) or "none (browsers refused)"
+    return [
+        sessions,
+        f"requests: body at most {limits.max_body_bytes} bytes, headers at most {limits.max_header_bytes} "
+        f"bytes; headers and then body each within {limits.request_timeout:g} s (responses and SSE streams are "
+        "not limited); idle connections closed after "
+        f"{limits.keep_alive_timeout:g} s",
+        f"allowed Host: {', '.join(security.allowed_hosts)}",
+        f"allowed Origin (or none sent): {origins}",
+    ]

@@ -1,0 +1,154 @@
+"""A search index kept in step with the catalog, its work done off the event loop.
+
+The catalog is the truth; the index follows it by definition version: after a reload or a re-listing only the
+tools whose version changed are re-indexed (and re-embedded), and tools that left are removed. Building and
+searching run in a worker thread, so a 10,000-tool index build or an embedding batch never stalls the clients
+the event loop serves. Knows the catalog and the search index; nothing of sessions, permissions or the SDK
+(callers pass `allowed`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+import anyio.to_thread
+
+from ._search import SearchDocument, SearchHit, SearchIndex, SearchResult
+from ._store import Catalog
+
+if TYPE_CHECKING:
+    from ._embeddings import Embedder
+
+__all__ = ["CatalogIndex", "Semantic"]
+
+logger = logging.getLogger("mcp_pd.search")
+
+Semantic = Literal["auto", "off"] | Any
+"""`"auto"`: use the `semantic` extra's model when it is installed; `"off"`: lexical only; or an `Embedder`."""
+
+
+class CatalogIndex:
+    """`SearchIndex` over a `Catalog`; `await ready()` returns it current with the catalog."""
+
+    def __init__(self, catalog: Catalog, *, semantic: Semantic = "auto", exclude: Callable[[str], bool]) -> None:
+        self.catalog = catalog
+        self._semantic = semantic
+        # Names the extension itself serves (its meta-tools) are never search results.
+        self._exclude = exclude
+        self._index: SearchIndex | None = None
+        self._synced: tuple[int, int] | None = None
+        self._versions: dict[str, str] = {}
+        self._syncing: asyncio.Future[SearchIndex] | None = None
+        self._upgrade: asyncio.Future[None] | None = None
+
+    @property
+    def semantic(self) -> bool:
+        return self._index is not None and self._index.embedder is not None
+
+    async def ready(self) -> SearchIndex:
+        """The index, brought up to date with the catalog first if the catalog changed (one sync at a time)."""
+        while True:
+            key = (self.catalog.revision, self.catalog.store.generation)
+            if self._index is not None and self._synced == key:
+                return self._index
+            if self._syncing is None:
+                self._syncing = asyncio.ensure_future(self._sync(key))
+            syncing = self._syncing
+            try:
+                await asyncio.shield(syncing)
+            finally:
+                if self._syncing is syncing and syncing.done():
+                    self._syncing = None
+
+    async def _sync(self, key: tuple[int, int]) -> SearchIndex:
+        # The snapshot is taken on the loop (the catalog is not thread-safe); documents are built in the thread.
+        snapshot: list[tuple[str, dict[str, Any], str]] = []
+        current: dict[str, str] = {}
+        for name in self.catalog.names():
+            if self._exclude(name):
+                continue
+            full = self.catalog.full(name)
+            if full is None:
+                continue
+            current[name] = full["version"]
+            if self._versions.get(name) != full["version"]:
+                minimal = self.catalog.minimal(name) or {}
+                # The listed one-liner is the summary the search answers with.
+                document = {**full, "minimal_description": minimal.get("description")}
+                snapshot.append((name, document, self.catalog.category(name)))
+        gone = [name for name in self._versions if name not in current]
+        index = self._index
+        if index is None:
+            # First build: lexical at once (a second or less at 10k tools), vectors in the background. Embedding
+            # a whole catalog takes seconds to minutes; searches do not wait for it.
+            index = SearchIndex(None)
+            if self._semantic != "off":
+                self._upgrade = asyncio.ensure_future(self._with_vectors())
+        changed = await anyio.to_thread.run_sync(functools.partial(_apply, index, snapshot, gone))
+        if changed:
+            logger.info("search index: %d tools re-indexed, %d removed (%d in all)", changed, len(gone), len(current))
+        self._index, self._versions, self._synced = index, current, key
+        return index
+
+    async def _with_vectors(self) -> None:
+        """Build the hybrid index beside the lexical one and swap it in when every vector is there."""
+        embedder = await anyio.to_thread.run_sync(self._embedder)
+        if embedder is None:
+            return
+        vectors: dict[str, Any] = {}
+        while True:
+            lexical = await self.ready()
+            versions = self._versions  # every sync installs a new mapping: identity says "nothing changed since"
+            documents = [lexical.document(name) for name in lexical.names()]
+            hybrid = SearchIndex(embedder)
+            # A retry (the catalog changed while embedding) re-embeds only what changed.
+            hybrid.seed_vectors(vectors)
+            await anyio.to_thread.run_sync(hybrid.upsert, documents)
+            vectors = hybrid.cached_vectors()
+            if self._versions is versions and self._index is lexical:  # the vectors match the catalog
+                self._index = hybrid
+                logger.info("search index: semantic ranking on (%d tools embedded)", len(documents))
+                return
+
+    def _embedder(self) -> Embedder | None:
+        if self._semantic != "auto":
+            return cast("Embedder", self._semantic)
+        from ._embeddings import default_embedder
+
+        try:
+            return default_embedder()
+        except Exception as exc:  # a damaged model must not take search down: lexical still answers
+            logger.warning("semantic search is off: %s", exc)
+            return None
+
+    async def search(
+        self, query: str, *, limit: int, category: str | None, allowed: Callable[[str], bool] | None
+    ) -> SearchResult:
+        index = await self.ready()
+        call = functools.partial(index.search, query, limit=limit, category=category, allowed=allowed)
+        result: SearchResult = await anyio.to_thread.run_sync(call)
+        return result
+
+    async def similar(self, name: str, *, limit: int, allowed: Callable[[str], bool] | None) -> list[SearchHit]:
+        index = await self.ready()
+        hits: list[SearchHit] = await anyio.to_thread.run_sync(
+            functools.partial(index.similar, name, limit=limit, allowed=allowed)
+        )
+        return hits
+
+    async def categories(self, allowed: Callable[[str], bool] | None) -> list[tuple[str, int]]:
+        index = await self.ready()
+        counts: list[tuple[str, int]] = await anyio.to_thread.run_sync(functools.partial(index.categories, allowed))
+        return counts
+
+
+def _apply(index: SearchIndex, snapshot: list[tuple[str, dict[str, Any], str]], gone: list[str]) -> int:
+    index.remove(gone)
+    return index.upsert(
+        SearchDocument.from_definition(full, category=category, version=full["version"])
+        for _, full, category in snapshot
+    )

@@ -1,0 +1,264 @@
+"""Catalog mode's meta-tools: `search_tools`, `browse_tools` and `call_tool` (spec/interpretations.md I-16).
+
+Thin glue: searching and browsing ask the index (`_index.py`), calling goes through the same `gate` as a direct
+call, and describing is the extension's `describe_tools`, so authorization, errors and limits exist once. Every
+answer is a JSON document (structured content with a JSON text copy); every error names the valid options or
+the closest names. Knows the catalog, the index and the disclosure decisions; nothing of URIs or SDK handlers.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import jsonschema_rs
+
+from ._disclosure import Disclosure
+from ._index import CatalogIndex
+from ._policy import Caller
+from ._store import Catalog
+
+__all__ = ["BROWSE_TOOL", "CALL_TOOL", "META_TOOLS", "SEARCH_TOOL", "MetaTools"]
+
+SEARCH_TOOL: Final = "search_tools"
+BROWSE_TOOL: Final = "browse_tools"
+CALL_TOOL: Final = "call_tool"
+META_TOOLS: Final = (SEARCH_TOOL, BROWSE_TOOL, CALL_TOOL)
+MAX_RESULTS: Final = 20
+INVALID_ARGUMENTS: Final = "INVALID_ARGUMENTS"
+_PROBLEMS_SHOWN: Final = 5
+
+
+def _error(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, **extra}}
+
+
+def _cursor(position: int) -> str:
+    return base64.urlsafe_b64encode(f"browse:{position}".encode()).decode()
+
+
+def _position(cursor: str) -> int | None:
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode()).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    prefix, _, number = text.partition(":")
+    return int(number) if prefix == "browse" and number.isdigit() else None
+
+
+class MetaTools:
+    """The meta-tools' `tools/list` entries and answers, over one catalog, index and set of decisions."""
+
+    def __init__(self, catalog: Catalog, disclosure: Disclosure, index: CatalogIndex, *, browse_page: int = 50) -> None:
+        self.catalog = catalog
+        self.disclosure = disclosure
+        self.index = index
+        self.browse_page = browse_page
+        self._validators: dict[str, Any] = {}
+
+    # -- tools/list ----------------------------------------------------------------------------------------
+    @staticmethod
+    def entries(describe_tool: str) -> list[dict[str, Any]]:
+        """The listed meta-tools (`describe_tool`'s entry comes from the extension): small real schemas."""
+        return [
+            {
+                "name": SEARCH_TOOL,
+                "description": "Find tools for a task, in any language. Returns the best matches (name, category, "
+                "one line); none when nothing fits. Then describe_tools, then call.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "query": {"type": "string", "description": "What you want to do"},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "default": 5},
+                        "category": {"type": "string", "description": "Only this category (see browse_tools)"},
+                        "like": {"type": "string", "description": "A tool name: find tools similar to it"},
+                    },
+                    "additionalProperties": False,
+                },
+                "annotations": {"readOnlyHint": True, "openWorldHint": False},
+            },
+            {
+                "name": BROWSE_TOOL,
+                "description": "List the tool categories, or the tools in one category (paged: pass nextCursor).",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"category": {"type": "string"}, "cursor": {"type": "string"}},
+                    "additionalProperties": False,
+                },
+                "annotations": {"readOnlyHint": True, "openWorldHint": False},
+            },
+            {
+                "name": CALL_TOOL,
+                "description": f"Call a tool by name with its arguments, after {describe_tool} has returned its "
+                "definition. Arguments are checked against the tool's inputSchema first.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}},
+                    "required": ["name"],
+                    "additionalProperties": False,
+                },
+            },
+        ]
+
+    # -- search ----------------------------------------------------------------------------------------------
+    def _allowed(self, caller: Caller) -> Callable[[str], bool] | None:
+        if self.disclosure.permission is None:
+            return None
+        # Decided on the loop, once per request; the index applies it before ranking and counting.
+        visible = frozenset(n for n in self.catalog.names() if self.disclosure.visible(caller, n))
+        return visible.__contains__
+
+    async def search(self, caller: Caller, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+        query, like, category = arguments.get("query"), arguments.get("like"), arguments.get("category")
+        limit = arguments.get("limit", 5)
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_RESULTS:
+            return _error(INVALID_ARGUMENTS, f"limit must be an integer from 1 to {MAX_RESULTS}."), True
+        for label, value in (("query", query), ("like", like), ("category", category)):
+            if value is not None and not isinstance(value, str):
+                return _error(INVALID_ARGUMENTS, f"{label} must be a string."), True
+        if not (query or "").strip() and not like:
+            return _error(
+                INVALID_ARGUMENTS,
+                'Say what you want to do: {"query": "open a pull request"}, or {"like": "<tool name>"} for tools '
+                "similar to one you know. browse_tools lists the categories.",
+            ), True
+        allowed = self._allowed(caller)
+        if category is not None:
+            known = [name for name, _ in await self.index.categories(allowed)]
+            if category not in known:
+                return _error(
+                    "UNKNOWN_CATEGORY", f"No category '{category}'.", valid_categories=[c for c in known if c]
+                ), True
+        if like:
+            try:
+                hits = await self.index.similar(like, limit=limit, allowed=allowed)
+            except KeyError:
+                entry = (await self.disclosure.not_found(caller, [like]))[like]
+                return _error("TOOL_NOT_FOUND", entry["error"] + ".", closest_names=entry["available_tools"][:5]), True
+            if category is not None:
+                hits = [h for h in hits if h.category == category]
+            results = [{"name": h.name, "category": h.category, "description": h.summary} for h in hits]
+            return {"results": results, "total": len(results), "like": like}, False
+        found = await self.index.search(str(query), limit=limit, category=category, allowed=allowed)
+        results = [{"name": h.name, "category": h.category, "description": h.summary} for h in found.hits]
+        answer: dict[str, Any] = {"results": results, "total": found.total}
+        if found.abstained:
+            answer["abstained"] = True
+            answer["hint"] = (
+                "No tool fits this query well. Rephrase it, or browse a category: "
+                + ", ".join(c for c in found.browse if c)[:600]
+            )
+        else:
+            answer["next"] = "describe_tools with the names you will call, then call them"
+        return answer, False
+
+    # -- browse ----------------------------------------------------------------------------------------------
+    async def browse(self, caller: Caller, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+        category, cursor = arguments.get("category"), arguments.get("cursor")
+        allowed = self._allowed(caller)
+        counts = await self.index.categories(allowed)
+        if category is None:
+            categories = []
+            for name, count in counts:
+                members = sorted(n for n in self.catalog.names() if self.catalog.category(n) == name)
+                shown = [n for n in members if allowed is None or allowed(n)][:3]
+                label = name or "(uncategorized)"
+                categories.append({"name": label, "count": count, "description": "e.g. " + ", ".join(shown)})
+            return {"categories": categories}, False
+        if not isinstance(category, str):
+            return _error(INVALID_ARGUMENTS, "category must be a string."), True
+        key = "" if category == "(uncategorized)" else category
+        if key not in {name for name, _ in counts}:
+            valid = [name or "(uncategorized)" for name, _ in counts]
+            return _error("UNKNOWN_CATEGORY", f"No category '{category}'.", valid_categories=valid), True
+        start = 0
+        if cursor is not None:
+            position = _position(cursor) if isinstance(cursor, str) else None
+            if position is None:
+                return _error(INVALID_ARGUMENTS, "Invalid cursor: browse again without one."), True
+            start = position
+        members = [
+            n
+            for n in self.catalog.names()
+            if self.catalog.category(n) == key and (allowed is None or allowed(n)) and self._is_tool(n)
+        ]
+        members.sort()
+        page = members[start : start + self.browse_page]
+        tools = [{"name": n, "description": (self.catalog.minimal(n) or {}).get("description", "")} for n in page]
+        answer: dict[str, Any] = {"category": category, "tools": tools}
+        if start + self.browse_page < len(members):
+            answer["nextCursor"] = _cursor(start + self.browse_page)
+        return answer, False
+
+    def _is_tool(self, name: str) -> bool:
+        return name not in META_TOOLS and name != self.disclosure.describe_tool
+
+    # -- call_tool -------------------------------------------------------------------------------------------
+    @staticmethod
+    def unwrap(arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | dict[str, Any]:
+        """`call_tool`'s target and its arguments, or the error document for a malformed request."""
+        name, inner = arguments.get("name"), arguments.get("arguments", {})
+        if not isinstance(name, str) or not name:
+            return _error(
+                INVALID_ARGUMENTS,
+                'call_tool takes {"name": "<tool>", "arguments": {...}}: name is the tool\'s name as search_tools '
+                "or browse_tools gave it.",
+            )
+        if inner is None:
+            inner = {}
+        if not isinstance(inner, dict):
+            return _error(INVALID_ARGUMENTS, "arguments must be a JSON object of the tool's parameters.", tool=name)
+        return name, inner
+
+    def check_arguments(self, name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+        """None when `arguments` satisfy the tool's inputSchema; else which field broke which rule, and the rule."""
+        full = self.catalog.full(name)
+        if full is None:
+            return None
+        schema = full["inputSchema"]
+        key = f"{name}@{full['version']}"
+        validator = self._validators.get(key)
+        if validator is None:
+            if len(self._validators) > 4096:
+                self._validators.clear()
+            validator = self._validators[key] = jsonschema_rs.validator_for(schema)
+        problems = []
+        for error in validator.iter_errors(arguments):
+            rule_path = [str(p) for p in error.schema_path]
+            problems.append(
+                {
+                    "field": "/".join(map(str, error.instance_path)) or "(arguments)",
+                    "rule": rule_path[-1] if rule_path else "",
+                    "message": error.message,
+                    "schema": _fragment(schema, rule_path[:-1]),
+                }
+            )
+            if len(problems) == _PROBLEMS_SHOWN:
+                break
+        if not problems:
+            return None
+        first = problems[0]
+        return _error(
+            INVALID_ARGUMENTS,
+            f"Arguments for '{name}' do not match its inputSchema: {first['field']}: {first['message']}. "
+            "Nothing was run; fix the arguments and call again.",
+            tool=name,
+            problems=problems,
+        )
+
+
+def _fragment(schema: Any, path: list[str]) -> Any:
+    """The part of `schema` at a schema path (the rule's parent), kept small for the model to read."""
+    node = schema
+    for part in path:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    if isinstance(node, dict):
+        node = {k: v for k, v in node.items() if k not in ("properties", "$defs", "definitions")} or node
+    return node

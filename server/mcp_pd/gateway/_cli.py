@@ -1,0 +1,222 @@
+"""`mcp-pd proxy` (serve upstream servers through the gateway) and `mcp-pd export` (write their definitions)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ._config import ConfigError, UpstreamConfig, load_config, one_off_stdio, one_off_url
+from ._export import load_cache, write_export
+from ._pool import UpstreamPool
+
+__all__ = ["main"]
+
+logger = logging.getLogger("mcp_pd.gateway")
+
+
+def _upstream_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", type=Path, help='a {"mcpServers": {...}} file (Claude Desktop, Cursor, VS Code)')
+    p.add_argument(
+        "--upstream-stdio",
+        action="append",
+        default=[],
+        metavar='"[NAME=]CMD"',
+        help="a stdio upstream command line (repeatable)",
+    )
+    p.add_argument(
+        "--upstream-url", action="append", default=[], metavar="[NAME=]URL", help="a Streamable HTTP upstream"
+    )
+    p.add_argument("--start-timeout", type=float, default=60.0, help="seconds for an upstream to start (default 60)")
+    p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.add_argument("--quiet-upstreams", action="store_true", help="do not copy the upstreams' stderr to ours")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mcp-pd", description="progressive disclosure in front of existing servers")
+    sub = parser.add_subparsers(dest="command", required=True)
+    proxy = sub.add_parser("proxy", help="serve the upstreams' tools with progressive disclosure")
+    _upstream_arguments(proxy)
+    proxy.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
+    proxy.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    proxy.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    proxy.add_argument("--mode", choices=("eager", "progressive", "catalog"), default="progressive")
+    proxy.add_argument("--descriptions", type=Path, help="override files (<tool>.json) adding examples and guidance")
+    proxy.add_argument(
+        "--cache",
+        type=Path,
+        help="exported definitions (mcp-pd export): list and describe without starting upstreams; "
+        "each starts on its first call (also used as --descriptions)",
+    )
+    proxy.add_argument("--call-timeout", type=float, default=300.0, help="seconds per upstream call (default 300)")
+    proxy.add_argument("--fetch-rate", type=float, default=10.0, help="resource reads per second per session (0: off)")
+    proxy.add_argument("--fetch-burst", type=int, default=60, help="resource reads allowed at once per session")
+    proxy.add_argument("--list-annotations", action="store_true", help="keep title and annotations in tools/list")
+    proxy.add_argument("--redis", metavar="URL", help="grants and fetch limits in Redis, shared by gateway replicas")
+    proxy.add_argument("--redis-prefix", default="mcp-pd:", help="Redis key prefix, one per deployment")
+    proxy.add_argument(
+        "--bearer-tokens", type=Path, metavar="FILE", help="HTTP: require these bearer tokens; grants per principal"
+    )
+    export = sub.add_parser("export", help="write one JSON definition per upstream tool, ready to enrich by hand")
+    _upstream_arguments(export)
+    export.add_argument("--out", type=Path, required=True, help="directory to write (merged if it exists)")
+    return parser
+
+
+def _configs(args: argparse.Namespace) -> list[UpstreamConfig]:
+    configs = load_config(args.config) if args.config is not None else []
+    taken = {c.name for c in configs}
+    configs += [one_off_stdio(spec, taken) for spec in args.upstream_stdio]
+    configs += [one_off_url(spec, taken) for spec in args.upstream_url]
+    if not configs:
+        raise ConfigError("no upstream servers: give --config FILE, --upstream-stdio CMD or --upstream-url URL")
+    return configs
+
+
+async def _stop_on_signal(scope: anyio.CancelScope, pool: UpstreamPool) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async for received in signals:
+            logger.info("received %s: stopping the upstreams", signal.Signals(received).name)
+            await pool.aclose()
+            pool.watchdog.close()
+            scope.cancel()
+            # The SDK's stdio server reads stdin in a worker thread that cancellation cannot interrupt: with the
+            # upstreams already stopped, leave even if that read never returns.
+            timer = threading.Timer(2.0, os._exit, (0,))
+            timer.daemon = True
+            timer.start()
+            return
+
+
+async def _proxy(args: argparse.Namespace, configs: list[UpstreamConfig]) -> None:
+    cached: dict[str, Any] = {}
+    if args.cache is not None:
+        cached, problems = load_cache(args.cache, [c.name for c in configs])
+        for problem in problems:
+            print(f"mcp-pd proxy: {problem}", file=sys.stderr)
+    errlog = None if args.quiet_upstreams else sys.stderr
+    pool = UpstreamPool(configs, call_timeout=args.call_timeout, start_timeout=args.start_timeout, errlog=errlog)
+    async with anyio.create_task_group() as tg:
+        # Installed before any upstream starts: a SIGTERM during start-up must also stop them in order.
+        tg.start_soon(_stop_on_signal, tg.cancel_scope, pool)
+        async with pool:
+            await _serve(args, configs, pool, cached)
+        tg.cancel_scope.cancel()
+
+
+async def _serve(args: argparse.Namespace, configs: list[UpstreamConfig], pool: UpstreamPool, cached: Any) -> None:
+    from mcp.server.lowlevel import NotificationOptions
+
+    from mcp_pd._policy import RateLimit
+
+    from ._server import build_gateway
+    from ._stdio import pipe_stdio
+
+    # Lazy with a cache: only upstreams missing from it start now. Otherwise all start (concurrently) now.
+    await pool.start_all([c.name for c in configs if c.name not in cached])
+    for upstream in pool.upstreams.values():
+        if upstream.state == "failed":
+            print(
+                f"mcp-pd proxy: upstream '{upstream.name}' {upstream.reason}; its tools are served once it starts",
+                file=sys.stderr,
+            )
+    server, _pd, gateway = build_gateway(
+        pool,
+        descriptions=args.cache or args.descriptions,
+        mode=args.mode,
+        cached=cached,
+        list_annotations=args.list_annotations,
+        fetch_rate=RateLimit(args.fetch_rate, args.fetch_burst) if args.fetch_rate > 0 else None,
+        **({"redis": args.redis, "redis_prefix": args.redis_prefix} if args.redis else {}),
+    )
+    running = sum(u.state == "ready" for u in pool.upstreams.values())
+    summary = f"{len(gateway.listing)} tools from {len(configs)} upstream(s), {running} running"
+    print(f"mcp-pd proxy: {summary}", file=sys.stderr)
+    if args.transport == "stdio":
+        options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+        async with pipe_stdio() as (read, write):
+            await server.run(read, write, options)
+        return
+    import uvicorn
+
+    app: Any = server.streamable_http_app(host=args.host)
+    if args.bearer_tokens is not None:
+        from mcp_pd._auth import StaticTokenVerifier, require_bearer
+
+        try:
+            app = require_bearer(app, StaticTokenVerifier.from_file(args.bearer_tokens))
+        except ValueError as exc:
+            raise SystemExit(f"mcp-pd proxy: {exc}") from None
+    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+    print(f"mcp-pd proxy: serving on http://{args.host}:{args.port}/mcp", file=sys.stderr)
+    await uvicorn.Server(config).serve()
+
+
+async def _export(args: argparse.Namespace, configs: list[UpstreamConfig]) -> int:
+    from mcp_pd._extension import DESCRIBE_TOOL
+
+    async with UpstreamPool(
+        configs, start_timeout=args.start_timeout, errlog=None if args.quiet_upstreams else sys.stderr
+    ) as pool:
+        await pool.start_all()
+        listings = {n: u.tools for n, u in pool.upstreams.items() if u.tools is not None}
+        failed = [u for u in pool.upstreams.values() if u.tools is None]
+        report = write_export(
+            args.out,
+            listings,
+            instructions={n: u.instructions for n, u in pool.upstreams.items()},
+            prefixes={c.name: c.prefix for c in configs if c.prefix},
+            categories={c.name: c.category for c in configs if c.category},
+            reserved=[DESCRIBE_TOOL],
+            definitions={n: u.definitions for n, u in pool.upstreams.items()},
+        )
+    for upstream in failed:
+        print(f"mcp-pd export: upstream '{upstream.name}' {upstream.reason}; nothing exported for it", file=sys.stderr)
+    for line in report.skipped:
+        print(f"mcp-pd export: {line}", file=sys.stderr)
+    print(
+        f"mcp-pd export: {args.out}: {len(report.written)} written, {len(report.updated)} updated "
+        f"(upstream schemas refreshed, hand-written fields kept), {len(report.unchanged)} unchanged "
+        f"from {len(listings)} upstream(s)",
+        file=sys.stderr,
+    )
+    return 1 if failed or report.skipped else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`mcp-pd proxy ...` / `mcp-pd export ...` (argv starts with the subcommand)."""
+    args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        configs = _configs(args)
+    except ConfigError as exc:
+        print(f"mcp-pd {args.command}: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "export":
+        return anyio.run(_export, args, configs)
+    if args.mode == "catalog":
+        print(
+            "mcp-pd proxy: --mode catalog is not available in this version yet; use progressive or eager",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        anyio.run(_proxy, args, configs)
+    except (ValueError, OSError) as exc:
+        print(f"mcp-pd proxy: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    # Leave at once: nothing is left to clean up (the upstreams are stopped), and a worker thread may still block.
+    with contextlib.suppress(ValueError, OSError):
+        sys.stdout.flush()
+    os._exit(0)

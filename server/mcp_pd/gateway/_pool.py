@@ -1,0 +1,483 @@
+"""The upstream pool: one MCP session per upstream, reused for every call, supervised for its whole life.
+
+A session is opened on first use (or at start-up), re-opened at once when an HTTP upstream forgets it, and
+re-opened with exponential backoff when a stdio upstream dies or stops answering. A failing upstream fails only
+its own calls, with an error that names it and says why. Every process is stopped on shutdown (see
+`_process.py` for the crash case). Knows nothing about progressive disclosure beyond reading an upstream's own
+tool descriptions when it serves them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, Literal, TextIO, cast
+
+import anyio
+import mcp_types as types
+from anyio.abc import TaskGroup
+from mcp import Client
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from mcp_pd._extension import EXTENSION_ID
+from mcp_pd._model import TOOL_DESCRIPTION_REQUIRED, selection_uri
+
+from ._config import UpstreamConfig
+from ._process import StdioProcess, Watchdog
+
+__all__ = ["Upstream", "UpstreamPool", "UpstreamUnavailable"]
+
+logger = logging.getLogger("mcp_pd.gateway")
+
+BACKOFF_BASE: Final = 0.5
+BACKOFF_MAX: Final = 60.0
+# An upstream that stayed up this long starts its backoff from the beginning again after its next failure.
+STABLE_AFTER: Final = 30.0
+PING_TIMEOUT: Final = 5.0
+DESCRIBE_CHUNK: Final = 50
+_LIST_PAGES: Final = 1000
+
+State = Literal["idle", "starting", "ready", "failed", "closed"]
+ChangeListener = Callable[["Upstream"], Awaitable[None]]
+
+
+class UpstreamUnavailable(Exception):
+    """A call that could not reach its upstream (or got no usable answer): the message names it and says why."""
+
+    def __init__(self, server: str, reason: str, *, retry_in: float | None = None) -> None:
+        self.server = server
+        self.reason = reason
+        self.retry_in = retry_in
+        super().__init__(f"upstream server '{server}' {reason}")
+
+
+def _flatten(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _flatten(inner)]
+    return [exc]
+
+
+def _explain(exc: BaseException) -> str:
+    """One line for an exception raised while connecting, without Python internals where it can be helped."""
+    leaves = _flatten(exc)
+    leaf = next((e for e in leaves if not isinstance(e, anyio.get_cancelled_exc_class())), leaves[0])
+    if isinstance(leaf, FileNotFoundError):
+        return f"command not found: {leaf.filename or leaf}"
+    if isinstance(leaf, PermissionError):
+        return f"command not executable: {leaf.filename or leaf}"
+    if isinstance(leaf, MCPError):
+        return f"answered the handshake with error {leaf.code}: {leaf.message}"
+    text = str(leaf) or type(leaf).__name__
+    return f"{type(leaf).__name__}: {text}" if type(leaf).__name__ not in text else text
+
+
+def _pd_settings(session: ClientSession) -> dict[str, Any] | None:
+    """The upstream's own progressive-disclosure settings, if it enforces describe-before-call."""
+    caps = session.server_capabilities
+    if caps is None:
+        return None
+    for table in (caps.experimental, caps.extensions):
+        settings = (table or {}).get(EXTENSION_ID)
+        if isinstance(settings, dict) and settings.get("mode", "progressive") == "progressive":
+            return settings
+    return None
+
+
+def _result_error_code(result: types.CallToolResult) -> str | None:
+    error = (result.structured_content or {}).get("error")
+    return error.get("code") if isinstance(error, dict) else None
+
+
+class Upstream:
+    """One configured upstream server and its (single, shared) client session."""
+
+    def __init__(self, config: UpstreamConfig, pool: UpstreamPool) -> None:
+        self.config = config
+        self.pool = pool
+        self.state: State = "idle"
+        self.tools: tuple[types.Tool, ...] | None = None  # the last live listing
+        self.instructions: str | None = None
+        self.reason: str | None = None  # why it last failed
+        self.failures = 0
+        self.starts = 0
+        self.retry_at = 0.0
+        self.session: ClientSession | None = None
+        self.process: StdioProcess | None = None
+        self._pd: dict[str, Any] | None = None
+        # An upstream that serves progressive disclosure itself: its full definitions (examples, guidance), by name.
+        self.definitions: dict[str, dict[str, Any]] = {}
+        self._supervised = False
+        self._attempt = anyio.Event()
+        self._recycle = anyio.Event()
+        self._recycle_reason = ""
+        self._reinit = False
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None and self.session is not None else None
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start supervising (connect now, reconnect whenever needed) unless already done."""
+        if not self._supervised and self.pool.task_group is not None and not self.pool.closing:
+            self._supervised = True
+            self.state = "starting"
+            self._attempt = anyio.Event()  # what start_all() and ensure() wait on for this first attempt
+            self.pool.task_group.start_soon(self._supervise, name=f"upstream {self.name}")
+
+    async def ensure(self) -> ClientSession:
+        """The live session, starting or waiting for it as needed; UpstreamUnavailable if there is none."""
+        self.start()
+        while True:
+            session = self.session
+            if self.state == "ready" and session is not None:
+                return session
+            if self.state == "closed" or self.pool.closing:
+                raise UpstreamUnavailable(self.name, "is shut down (the gateway is stopping)")
+            if self.state == "failed":
+                wait = max(0.0, self.retry_at - time.monotonic())
+                raise UpstreamUnavailable(
+                    self.name,
+                    f"is unavailable: {self.reason}; the gateway restarts it in {wait:.1f} s "
+                    f"(failure {self.failures} in a row); retry then",
+                    retry_in=wait,
+                )
+            attempt = self._attempt
+            with anyio.move_on_after(self.pool.start_timeout + 1):
+                await attempt.wait()
+            if not attempt.is_set():
+                raise UpstreamUnavailable(self.name, f"did not start within {self.pool.start_timeout:g} s")
+
+    def recycle(self, reason: str, *, reinit: bool = False) -> None:
+        """End the current session (the supervisor opens a new one: at once for `reinit`, else after backoff)."""
+        if not self._recycle.is_set():
+            self._recycle_reason, self._reinit = reason, reinit
+            self._recycle.set()
+
+    async def _supervise(self) -> None:
+        while not self.pool.closing:
+            if self._attempt.is_set():
+                self._attempt = anyio.Event()
+            self.state = "starting"
+            self.starts += 1
+            reason, reinit, up_for = await self._connect_once()
+            self.session = None
+            if self.pool.closing:
+                break
+            if reinit:
+                logger.info("upstream %r: %s; opening a new session", self.name, reason)
+                continue
+            self.failures = 1 if up_for >= STABLE_AFTER else self.failures + 1
+            delay = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (self.failures - 1))
+            self.reason, self.state = reason, "failed"
+            self.retry_at = time.monotonic() + delay
+            self._attempt.set()
+            logger.warning("upstream %r %s; restarting in %.1f s (failure %d)", self.name, reason, delay, self.failures)
+            with anyio.move_on_after(delay):
+                await self.pool.closed.wait()
+        self.state = "closed"
+        self._attempt.set()
+
+    async def _connect_once(self) -> tuple[str, bool, float]:
+        """One session's life: (why it ended, whether to re-open at once, seconds it was up)."""
+        self._recycle = anyio.Event()
+        self._reinit = False
+        process: StdioProcess | None = None
+        ready_at: float | None = None
+        try:
+            # One scope around the whole session (a deadline until it is ready, none after): entering the client
+            # inside a shorter-lived scope would leave its task groups nested wrongly.
+            with anyio.CancelScope(deadline=anyio.current_time() + self.pool.start_timeout) as deadline:
+                async with contextlib.AsyncExitStack() as stack:
+                    config = self.config
+                    if config.command is not None:
+                        process = self.process = StdioProcess(config, self.pool.watchdog, errlog=self.pool.errlog)
+                        transport: Any = process
+                    else:
+                        assert config.url is not None
+                        http = await stack.enter_async_context(create_mcp_http_client(headers=dict(config.headers)))
+                        transport = streamable_http_client(config.url, http_client=http)
+                    client = Client(
+                        transport,
+                        mode="legacy",  # the handshake era: one session, notifications on it, Mcp-Session-Id on HTTP
+                        cache=None,
+                        message_handler=self._on_message,
+                        client_info=types.Implementation(name="mcp-pd-gateway", version="0.1.0"),
+                    )
+                    await stack.enter_async_context(client)
+                    session = client.session
+                    self._pd = _pd_settings(session)
+                    tools = await self._list(session)
+                    deadline.deadline = math.inf
+                    self.instructions = client.instructions
+                    self.session, self.state, self.reason = session, "ready", None
+                    ready_at = time.monotonic()
+                    self._attempt.set()
+                    await self.pool.tools_listed(self, tools)
+                    await self._park(process)
+                    return self._recycle_reason, self._reinit, time.monotonic() - ready_at
+            reason = f"did not complete the MCP handshake and tools/list within {self.pool.start_timeout:g} s"
+        except Exception as exc:
+            reason = f"failed to start: {_explain(exc)}" if ready_at is None else _explain(exc)
+        if process is not None and ready_at is None:
+            with anyio.move_on_after(1.0):
+                await process.exited.wait()
+            if process.exited.is_set():
+                reason = f"failed to start: {process.exit_reason()}"
+        self.session = None
+        return reason, False, 0.0 if ready_at is None else time.monotonic() - ready_at
+
+    async def _park(self, process: StdioProcess | None) -> None:
+        """Wait until something ends this session: shutdown, the process exiting, or `recycle()`."""
+        async with anyio.create_task_group() as tg:
+
+            async def closing() -> None:
+                await self.pool.closed.wait()
+                self.recycle("is shutting down")
+
+            async def died() -> None:
+                assert process is not None
+                await process.exited.wait()
+                self.recycle(process.exit_reason())
+
+            tg.start_soon(closing)
+            if process is not None:
+                tg.start_soon(died)
+            await self._recycle.wait()
+            tg.cancel_scope.cancel()
+
+    # -- listing -------------------------------------------------------------------------------------
+    async def _list(self, session: ClientSession) -> tuple[types.Tool, ...]:
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        for _ in range(_LIST_PAGES):
+            page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        if self._pd is None:
+            return tuple(tools)
+        # An upstream that itself enforces describe-before-call lists minimal entries: read its full definitions
+        # (which also authorizes the gateway's shared session there) and never pass its describe tool on.
+        own = self._pd.get("describeTool")
+        listed = {t.name: t for t in tools if t.name != own}
+        full = await self._describe(session, list(listed))
+        self.definitions = full
+        return tuple(_tool_from_definition(full[n], listed[n]) for n in listed if n in full)
+
+    async def _describe(self, session: ClientSession, names: Sequence[str]) -> dict[str, dict[str, Any]]:
+        assert self._pd is not None
+        base = str(self._pd.get("resourceUri") or "resource:///tool_descriptions")
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(names), DESCRIBE_CHUNK):
+            result = await session.read_resource(selection_uri(list(names[start : start + DESCRIBE_CHUNK]), base))
+            for content in result.contents:
+                text = getattr(content, "text", None)
+                document = json.loads(text) if isinstance(text, str) else {}
+                found.update({k: v for k, v in document.items() if isinstance(v, dict) and "inputSchema" in v})
+        return found
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification) and self.pool.task_group is not None:
+            self.pool.task_group.start_soon(self._relist)
+
+    async def _relist(self) -> None:
+        session = self.session
+        if session is None:
+            return
+        try:
+            tools = await self._list(session)
+        except Exception as exc:
+            logger.warning("upstream %r announced changed tools but re-listing failed: %s", self.name, _explain(exc))
+            return
+        await self.pool.tools_listed(self, tools)
+
+    # -- calls ---------------------------------------------------------------------------------------
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        meta: Mapping[str, Any] | None = None,
+        progress: ProgressFnT | None = None,
+    ) -> types.CallToolResult:
+        """Call `name` on this upstream through its shared session: the result (or its JSON-RPC error) as given.
+
+        Raises UpstreamUnavailable when there is no usable answer, and says why.
+        """
+        for attempt in range(2):
+            session = await self.ensure()
+            wire_meta = cast(types.RequestParamsMeta, dict(meta)) if meta else None
+            request = types.CallToolRequest(
+                params=types.CallToolRequestParams(name=name, arguments=arguments, _meta=wire_meta)
+            )
+            try:
+                result = await session.send_request(
+                    request,
+                    types.CallToolResult,
+                    request_read_timeout_seconds=self.pool.call_timeout,
+                    progress_callback=progress,
+                )
+            except MCPError as exc:
+                if attempt == 0 and self._forgotten(exc):
+                    self.recycle(f"forgot the session ({exc.message})", reinit=True)
+                    await self._await_new_session(session)
+                    continue
+                raise await self._failure(exc, name, session) from None
+            except ValidationError as exc:
+                first = exc.errors(include_url=False)[0]
+                where = ".".join(map(str, first["loc"])) or "result"
+                raise UpstreamUnavailable(
+                    self.name,
+                    f"returned a result for '{name}' that is not a valid tools/call result ({where}: {first['msg']})",
+                ) from None
+            if (
+                attempt == 0
+                and self._pd is not None
+                and result.is_error
+                and _result_error_code(result) == TOOL_DESCRIPTION_REQUIRED
+            ):
+                await self._describe(session, [name])  # our grant there expired or the definition changed
+                continue
+            return result
+        raise UpstreamUnavailable(self.name, f"kept refusing '{name}' after the gateway re-read its description")
+
+    def _forgotten(self, exc: MCPError) -> bool:
+        """An HTTP upstream that no longer knows our session (restarted, idle expiry): HTTP 404 on Mcp-Session-Id."""
+        text = exc.message.lower()
+        return (
+            self.config.url is not None
+            and "session" in text
+            and any(w in text for w in ("not found", "terminated", "expired", "unknown", "invalid"))
+        )
+
+    async def _await_new_session(self, old: ClientSession) -> None:
+        with anyio.move_on_after(self.pool.start_timeout + 1):
+            while self.session is old or (self.session is None and self.state in ("ready", "starting")):
+                await anyio.sleep(0.01)
+
+    async def _failure(self, exc: MCPError, name: str, session: ClientSession) -> BaseException:
+        if exc.code == types.REQUEST_TIMEOUT and exc.message.startswith("Request 'tools/call' timed out"):
+            if self.pool.task_group is not None:
+                self.pool.task_group.start_soon(self._probe, session)
+            return UpstreamUnavailable(
+                self.name,
+                f"did not answer '{name}' within {self.pool.call_timeout:g} s (the call was cancelled there; "
+                "it may or may not have taken effect)",
+            )
+        if exc.code == types.CONNECTION_CLOSED and exc.message == "Connection closed":
+            process = self.process
+            if process is not None:
+                with anyio.move_on_after(1.0):  # the pipe closes a moment before the exit status is seen
+                    await process.exited.wait()
+            why = process.exit_reason() if process is not None and process.exited.is_set() else "closed the connection"
+            self.recycle(why)
+            return UpstreamUnavailable(
+                self.name,
+                f"went away during the call to '{name}': {why}. The gateway restarts it; the call may or may not "
+                "have taken effect",
+            )
+        return exc  # the upstream's own JSON-RPC error, passed on as it is
+
+    async def _probe(self, session: ClientSession) -> None:
+        """After a timed-out call: an upstream that cannot answer a ping either is recycled."""
+        try:
+            with anyio.fail_after(PING_TIMEOUT):
+                await session.send_ping()
+        except Exception:
+            if self.session is session:
+                self.recycle(f"stopped answering (a call timed out and a ping got no answer within {PING_TIMEOUT:g} s)")
+
+
+def _tool_from_definition(full: Mapping[str, Any], listed: types.Tool) -> types.Tool:
+    fields = ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "execution")
+    wire = {k: full[k] for k in fields if k in full}
+    if listed.meta:
+        wire["_meta"] = listed.meta  # hosts read _meta from the listing
+    return types.Tool.model_validate(wire)
+
+
+class UpstreamPool:
+    """Every configured upstream, their supervisor tasks and the watchdog; `async with` owns their lifetime."""
+
+    def __init__(
+        self,
+        configs: Iterable[UpstreamConfig],
+        *,
+        call_timeout: float = 300.0,
+        start_timeout: float = 60.0,
+        errlog: TextIO | None = None,
+    ) -> None:
+        self.upstreams = {config.name: Upstream(config, self) for config in configs}
+        self.call_timeout = call_timeout
+        self.start_timeout = start_timeout
+        self.errlog = errlog
+        self.watchdog = Watchdog()
+        self.task_group: TaskGroup | None = None
+        self.closing = False
+        self.closed = anyio.Event()
+        self.listeners: list[ChangeListener] = []
+        self._stack: contextlib.AsyncExitStack | None = None
+
+    def __getitem__(self, name: str) -> Upstream:
+        return self.upstreams[name]
+
+    async def __aenter__(self) -> UpstreamPool:
+        self.watchdog.start()
+        stack = contextlib.AsyncExitStack()
+        self.task_group = await stack.enter_async_context(anyio.create_task_group())
+        self._stack = stack
+        return self
+
+    async def aclose(self) -> None:
+        """Stop every upstream (from any task) and wait until each has stopped; bounded, shielded."""
+        self.closing = True
+        self.closed.set()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(30):
+            while any(u._supervised and u.state != "closed" for u in self.upstreams.values()):
+                await anyio.sleep(0.02)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        # Shielded and bounded inside aclose(): a cancelled gateway still stops every upstream first.
+        await self.aclose()
+        try:
+            assert self._stack is not None
+            assert self.task_group is not None
+            self.task_group.cancel_scope.cancel()  # what is left: re-listings and probes
+            await self._stack.aclose()
+        finally:
+            self.task_group = None
+            self.watchdog.close()
+
+    async def start_all(self, names: Iterable[str] | None = None) -> None:
+        """Start the named upstreams (default: all) and wait until each is ready or has failed once."""
+        chosen = [self.upstreams[n] for n in (names if names is not None else self.upstreams)]
+        for upstream in chosen:
+            upstream.start()
+        with anyio.move_on_after(self.start_timeout + 2):
+            for upstream in chosen:
+                await upstream._attempt.wait()
+
+    async def tools_listed(self, upstream: Upstream, tools: tuple[types.Tool, ...]) -> None:
+        if upstream.tools == tools:
+            return
+        upstream.tools = tools
+        for listener in self.listeners:
+            try:
+                await listener(upstream)
+            except Exception:
+                logger.exception("tool change listener failed")

@@ -1,0 +1,307 @@
+"""Upstream processes that cannot outlive the gateway: a stdio transport and the reaper behind it.
+
+Each stdio upstream runs in its own process group (so a tree such as `npx` -> `node` is stopped as one) with
+PR_SET_PDEATHSIG on Linux (so the direct child dies with the gateway even before anything else can act), and
+every group is registered with a watchdog process that kills what is left if the gateway dies without
+reaping (SIGKILL included). Knows nothing about MCP beyond framing JSON-RPC lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Final, TextIO
+
+import anyio
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.client.stdio import get_default_environment
+from mcp.shared.message import SessionMessage
+
+from ._config import UpstreamConfig
+
+__all__ = ["StdioProcess", "Watchdog"]
+
+logger = logging.getLogger("mcp_pd.gateway")
+
+# The MCP shutdown sequence (close stdin, wait, SIGTERM, wait, SIGKILL), each wait bounded.
+STDIN_GRACE: Final = 2.0
+TERM_GRACE: Final = 2.0
+_POLL: Final = 0.02
+_EXIT_POLL: Final = 0.25
+_PR_SET_PDEATHSIG: Final = 1
+_READ_CHUNK: Final = 1 << 16
+
+
+class Watchdog:
+    """A small separate process that reaps every registered process group when the gateway's pipe closes."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._broken = False
+
+    def start(self) -> None:
+        script = Path(__file__).with_name("_watchdog.py")
+        # Its own session: a Ctrl-C or a group kill aimed at the gateway must not take the reaper down first.
+        # stdout is never the gateway's: on stdio that is the MCP channel.
+        self._proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(script)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def _send(self, line: str) -> None:
+        if self._proc is None or self._proc.stdin is None or self._broken:
+            return
+        try:
+            self._proc.stdin.write(line.encode() + b"\n")
+            self._proc.stdin.flush()
+        except OSError as exc:
+            self._broken = True
+            logger.warning("the upstream watchdog is gone (%s); upstreams are still stopped on a clean shutdown", exc)
+
+    def register(self, pgid: int) -> None:
+        self._send(f"+{pgid}")
+
+    def unregister(self, pgid: int) -> None:
+        self._send(f"-{pgid}")
+
+    def close(self) -> None:
+        """Say goodbye (everything registered was reaped) and wait for the watchdog to exit."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            if proc.stdin is not None:
+                proc.stdin.close()
+        try:
+            proc.wait(timeout=TERM_GRACE * 3)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _die_with_parent(parent: int) -> Callable[[], None] | None:
+    """A preexec function that makes the child receive SIGKILL when the gateway (the forking thread) dies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def preexec() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the gateway died between fork and prctl
+            os._exit(1)
+
+    return preexec
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+class StdioProcess:
+    """One stdio upstream as an MCP client transport (`async with` yields the read and write streams).
+
+    Also what the pool needs to report failures: `exited` (set when the process ends), `returncode`, the last
+    lines of stderr, and how many stdout lines were not JSON-RPC.
+    """
+
+    def __init__(self, config: UpstreamConfig, watchdog: Watchdog, *, errlog: TextIO | None = None) -> None:
+        assert config.command is not None
+        self.config = config
+        self.watchdog = watchdog
+        self.errlog = errlog
+        self.pid: int | None = None
+        self.returncode: int | None = None
+        self.exited = anyio.Event()
+        self.noise = 0
+        self._stderr: deque[str] = deque(maxlen=20)
+        self._context: (
+            contextlib.AbstractAsyncContextManager[
+                tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+            ]
+            | None
+        ) = None
+
+    def stderr_tail(self, lines: int = 5) -> str:
+        return " | ".join(list(self._stderr)[-lines:])
+
+    def exit_reason(self) -> str:
+        code = self.returncode
+        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
+        tail = self.stderr_tail()
+        return f"the process {how}" + (f" (stderr: {tail})" if tail else "")
+
+    async def __aenter__(
+        self,
+    ) -> tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]:
+        self._context = self._run()
+        return await self._context.__aenter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        assert self._context is not None
+        return await self._context.__aexit__(exc_type, exc, tb)
+
+    @contextlib.asynccontextmanager
+    async def _run(
+        self,
+    ) -> AsyncIterator[
+        tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
+    ]:
+        config = self.config
+        assert config.command is not None
+        proc = await asyncio.create_subprocess_exec(
+            config.command,
+            *config.args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=get_default_environment() | dict(config.env),
+            cwd=config.cwd,
+            start_new_session=True,
+            preexec_fn=_die_with_parent(os.getpid()),
+        )
+        self.pid = proc.pid
+        self.watchdog.register(proc.pid)
+        read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._read_stdout, proc, read_writer)
+                tg.start_soon(self._write_stdin, proc, write_reader)
+                tg.start_soon(self._read_stderr, proc)
+                tg.start_soon(self._watch_exit, proc)
+                try:
+                    yield read_stream, write_stream
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self._stop(proc)
+                    tg.cancel_scope.cancel()
+        finally:
+            for stream in (read_writer, read_stream, write_stream, write_reader):
+                stream.close()
+            self.watchdog.unregister(proc.pid)
+
+    async def _read_stdout(
+        self, proc: asyncio.subprocess.Process, sink: MemoryObjectSendStream[SessionMessage | Exception]
+    ) -> None:
+        assert proc.stdout is not None
+        buffer = bytearray()
+        async with sink:
+            while chunk := await proc.stdout.read(_READ_CHUNK):
+                buffer += chunk
+                start = 0
+                while (end := buffer.find(b"\n", start)) >= 0:
+                    line = bytes(buffer[start:end])
+                    start = end + 1
+                    if line.strip():
+                        message = self._parse(line)
+                        if message is not None:
+                            try:
+                                await sink.send(message)
+                            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                                return
+                del buffer[:start]
+
+    def _parse(self, line: bytes) -> SessionMessage | None:
+        try:
+            return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        except ValueError:
+            # Servers that print logs on stdout exist; one stray line must not cost the session.
+            self.noise += 1
+            logger.warning(
+                "upstream %r wrote a line on stdout that is not JSON-RPC (ignored): %.200s",
+                self.config.name,
+                line.decode(errors="replace"),
+            )
+            return None
+
+    async def _write_stdin(
+        self, proc: asyncio.subprocess.Process, source: MemoryObjectReceiveStream[SessionMessage]
+    ) -> None:
+        assert proc.stdin is not None
+        async with source:
+            async for message in source:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                try:
+                    proc.stdin.write(data.encode())
+                    await proc.stdin.drain()
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the process is gone; its stdout EOF ends the session
+
+    async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stderr is not None
+        buffer = b""
+        while chunk := await proc.stderr.read(_READ_CHUNK):
+            *lines, buffer = (buffer + chunk).split(b"\n")
+            buffer = buffer[-_READ_CHUNK:]
+            for raw in lines:
+                line = raw.decode(errors="replace").rstrip()
+                if line:
+                    self._stderr.append(line[:500])
+                    if self.errlog is not None:
+                        print(f"[{self.config.name}] {line}", file=self.errlog, flush=True)
+
+    async def _watch_exit(self, proc: asyncio.subprocess.Process) -> None:
+        # Not proc.wait(): on 3.11 it also waits for the pipes, which a surviving grandchild can hold open.
+        while proc.returncode is None:
+            await anyio.sleep(_EXIT_POLL)
+        self.returncode = proc.returncode
+        self.exited.set()
+
+    async def _stop(self, proc: asyncio.subprocess.Process) -> None:
+        """Close stdin, then SIGTERM and SIGKILL the whole group, each step bounded; never leaves a member."""
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        pgid = proc.pid
+        with anyio.move_on_after(STDIN_GRACE):
+            while proc.returncode is None:
+                await anyio.sleep(_POLL)
+        if _group_alive(pgid):
+            _signal_group(pgid, signal.SIGTERM)
+            with anyio.move_on_after(TERM_GRACE):
+                while _group_alive(pgid):
+                    await anyio.sleep(_POLL)
+            if _group_alive(pgid):
+                _signal_group(pgid, signal.SIGKILL)
+                with anyio.move_on_after(TERM_GRACE):
+                    while _group_alive(pgid):
+                        await anyio.sleep(_POLL)
+        self.returncode = proc.returncode
+        self.exited.set()
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()

@@ -1,0 +1,196 @@
+"""The gateway as an MCP server: a low-level `Server` whose tools are the upstreams' and whose calls go to the pool.
+
+Progressive disclosure is then installed on it exactly as on any server (`build_gateway` is the one place that
+constructs it): describe-before-call is enforced here, per client session, while the upstream sessions are shared.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.dispatcher import ProgressFnT
+
+from mcp_pd._extension import DESCRIBE_TOOL, ProgressiveDisclosure
+
+from ._names import Route, assign_names
+from ._pool import Upstream, UpstreamPool, UpstreamUnavailable
+
+__all__ = ["UPSTREAM_UNAVAILABLE", "CachedServer", "Gateway", "build_gateway"]
+
+logger = logging.getLogger("mcp_pd.gateway")
+
+UPSTREAM_UNAVAILABLE = "UPSTREAM_UNAVAILABLE"
+_RESERVED_META = "io.modelcontextprotocol/"
+
+
+@dataclass(frozen=True)
+class CachedServer:
+    """An upstream as exported earlier: its tools (named as the upstream names them) and its instructions."""
+
+    tools: tuple[types.Tool, ...]
+    instructions: str | None = None
+
+
+def _error_result(document: dict[str, Any]) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(document, ensure_ascii=False))],
+        structured_content=document,
+        is_error=True,
+    )
+
+
+def _forwarded_meta(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The client's `_meta` minus what belongs to its own hop (its progress token, the protocol's reserved keys)."""
+    if not meta:
+        return None
+    kept = {
+        k: v
+        for k, v in meta.items()
+        if k not in ("progressToken", "progress_token") and not k.startswith(_RESERVED_META)
+    }
+    return kept or None
+
+
+def _progress_forwarder(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT | None:
+    meta = ctx.meta or {}
+    if meta.get("progressToken", meta.get("progress_token")) is None:
+        return None
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        await ctx.session.report_progress(progress, total, message)
+
+    return forward
+
+
+class Gateway:
+    """The merged tool listing of every upstream (live, else cached) and the route of each served name."""
+
+    def __init__(
+        self, pool: UpstreamPool, *, cached: Mapping[str, CachedServer] | None = None, reserved: frozenset[str]
+    ) -> None:
+        self.pool = pool
+        self.cached = dict(cached or {})
+        self.reserved = reserved
+        self.routes: dict[str, Route] = {}
+        self.listing: list[types.Tool] = []
+        self.pd: ProgressiveDisclosure | None = None
+        self.rebuild()
+        pool.listeners.append(self._upstream_changed)
+
+    def _sources(self) -> dict[str, tuple[types.Tool, ...]]:
+        sources: dict[str, tuple[types.Tool, ...]] = {}
+        for name, upstream in self.pool.upstreams.items():
+            tools = upstream.tools if upstream.tools is not None else self.cached.get(name, CachedServer(())).tools
+            sources[name] = tools
+        return sources
+
+    def rebuild(self) -> frozenset[str]:
+        """Recompute names and routes; returns the served names that were added, removed or changed."""
+        sources = self._sources()
+        prefixes = {n: u.config.prefix for n, u in self.pool.upstreams.items() if u.config.prefix}
+        routes = assign_names({s: [t.name for t in tools] for s, tools in sources.items()}, prefixes, self.reserved)
+        by_route = {(s, t.name): t for s, tools in sources.items() for t in tools}
+        listing = []
+        for served, route in routes.items():
+            tool = by_route[(route.server, route.tool)]
+            listing.append(tool if served == tool.name else tool.model_copy(update={"name": served}))
+        before = {t.name: t for t in self.listing}
+        after = {t.name: t for t in listing}
+        changed = frozenset(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
+        if changed or len(listing) != len(self.listing):
+            self.routes, self.listing = routes, listing
+        return changed
+
+    async def _upstream_changed(self, upstream: Upstream) -> None:
+        changed = self.rebuild()
+        if not changed or self.pd is None:
+            return
+        logger.info("tools of upstream %r changed: %s", upstream.name, ", ".join(sorted(changed)))
+        # The catalog first (a call that comes before the next listing must see the change), then the clients.
+        self.pd.catalog.update(self.listing, complete=True)
+        await self.pd.announcer.announce(changed)
+
+    def instructions(self) -> str:
+        names = list(self.pool.upstreams)
+        parts = [f"This gateway serves the tools of {len(names)} MCP server(s): {', '.join(names)}."]
+        for name, upstream in self.pool.upstreams.items():
+            text = upstream.instructions or self.cached.get(name, CachedServer(())).instructions
+            if text and text.strip():
+                parts.append(f"## {name}\n{text.strip()}")
+        return "\n\n".join(parts)
+
+    # -- handlers ------------------------------------------------------------------------------------
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        # The same list object while nothing changed: the catalog recognizes an unchanged listing at once.
+        return types.ListToolsResult(tools=self.listing)
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        route = self.routes.get(params.name)
+        if route is None:
+            return _error_result(
+                {"error": {"code": "TOOL_NOT_FOUND", "message": f"Tool '{params.name}' is not served by any upstream."}}
+            )
+        upstream = self.pool[route.server]
+        try:
+            return await upstream.call(
+                route.tool,
+                params.arguments,
+                meta=_forwarded_meta(cast(Mapping[str, Any] | None, params.meta)),
+                progress=_progress_forwarder(ctx),
+            )
+        except UpstreamUnavailable as exc:
+            error: dict[str, Any] = {
+                "code": UPSTREAM_UNAVAILABLE,
+                "message": f"Tool '{params.name}' could not be run: {exc}.",
+                "server": exc.server,
+                "tool": params.name,
+                "reason": exc.reason,
+                "retryable": True,
+            }
+            if exc.retry_in is not None:
+                error["retry_after_seconds"] = round(exc.retry_in, 1)
+            return _error_result({"error": error})
+
+
+def build_gateway(
+    pool: UpstreamPool,
+    *,
+    descriptions: str | Path | None = None,
+    mode: str = "progressive",
+    cached: Mapping[str, CachedServer] | None = None,
+    name: str = "mcp-pd-gateway",
+    **options: Any,
+) -> tuple[Server[Any], ProgressiveDisclosure, Gateway]:
+    """The gateway server with progressive disclosure installed (`options` go to ProgressiveDisclosure).
+
+    Build it after the upstreams that start eagerly have started, so their instructions are known.
+    """
+    reserved = (
+        frozenset({DESCRIBE_TOOL}) if mode == "progressive" and options.get("describe_tool", True) else frozenset()
+    )
+    gateway = Gateway(pool, cached=cached, reserved=reserved)
+    server: Server[Any] = Server(
+        name,
+        version="0.1.0",
+        instructions=gateway.instructions(),
+        on_list_tools=gateway.list_tools,
+        on_call_tool=gateway.call_tool,
+    )
+    if mode != "progressive":
+        options["mode"] = mode
+    pd = ProgressiveDisclosure(descriptions, **options).install(server)
+    gateway.pd = pd
+    pd.catalog.update(gateway.listing, complete=True)
+    return server, pd, gateway

@@ -1,0 +1,90 @@
+"""The gateway's configuration (the `mcpServers` file hosts keep, one-off flags) and its naming rule."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from mcp_pd.gateway import ConfigError, Route, assign_names, load_config, one_off_stdio, one_off_url
+
+
+def _write(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_claude_desktop_and_vscode_files(tmp_path: Path) -> None:
+    claude = {
+        "mcpServers": {
+            "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {"A": "1"}},
+            "remote": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer x"}, "prefix": "r_"},
+            "off": {"command": "nothing", "disabled": True},
+        }
+    }
+    memory, remote = load_config(_write(tmp_path, claude))
+    assert (memory.transport, memory.command, memory.args, dict(memory.env)) == (
+        "stdio",
+        "npx",
+        ("-y", "@modelcontextprotocol/server-memory"),
+        {"A": "1"},
+    )
+    assert (remote.transport, remote.url, remote.prefix) == ("http", "https://example.com/mcp", "r_")
+    assert "Bearer" not in remote.describe()  # header values may be credentials: never in messages
+    vscode = {"servers": {"fs": {"type": "stdio", "command": "node", "args": ["fs.js"]}}}
+    assert load_config(_write(tmp_path, vscode))[0].command == "node"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"servers": []}, "expected"),
+        ({"mcpServers": {"x": {}}}, "needs exactly one of 'command' (stdio) or 'url'"),
+        ({"mcpServers": {"x": {"command": "a", "url": "http://b"}}}, "needs exactly one"),
+        ({"mcpServers": {"x": {"url": "ftp://b"}}}, "must be an http:// or https:// URL"),
+        ({"mcpServers": {"x": {"command": "a", "args": "b c"}}}, "args must be a list of strings"),
+        ({"mcpServers": {"x": {"url": "http://b", "type": "sse"}}}, "SSE transport is not supported"),
+        ({"mcpServers": {"x": {"command": "a", "prefix": "bad prefix"}}}, "prefix may hold only"),
+        ({"mcpServers": {"a b": {"command": "a"}, "a_b": {"command": "b"}}}, "same tool-name prefix"),
+    ],
+)
+def test_bad_configs_are_refused_with_the_reason(tmp_path: Path, data: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(_write(tmp_path, data))
+
+
+def test_unreadable_config(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(tmp_path / "missing.json")
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(ConfigError, match="invalid JSON"):
+        load_config(tmp_path / "broken.json")
+
+
+def test_one_off_names() -> None:
+    taken: set[str] = set()
+    assert one_off_stdio("npx -y @modelcontextprotocol/server-memory", taken).name == "server-memory"
+    assert one_off_stdio("npx -y @modelcontextprotocol/server-memory", taken).name == "server-memory-2"
+    named = one_off_stdio("mem=python -m thing --flag=1", taken)
+    assert (named.name, named.command, named.args) == ("mem", "python", ("-m", "thing", "--flag=1"))
+    assert one_off_url("http://127.0.0.1:9000/mcp", taken).name == "127.0.0.1_9000"
+    assert one_off_url("gh=https://example.com/mcp", taken).name == "gh"
+    with pytest.raises(ConfigError, match="http:// or https://"):
+        one_off_url("example.com/mcp", taken)
+
+
+def test_names_are_namespaced_only_where_they_collide_and_always_the_same_way() -> None:
+    listings = {"b": ["search", "read"], "a": ["search", "write", "describe_tools"]}
+    routes = assign_names(listings, {"b": "bee_"}, reserved={"describe_tools"})
+    assert routes == {
+        "a__describe_tools": Route("a", "describe_tools"),  # the gateway's own name is reserved
+        "a__search": Route("a", "search"),
+        "bee_search": Route("b", "search"),  # a configured prefix replaces "b__"
+        "read": Route("b", "read"),
+        "write": Route("a", "write"),
+    }
+    # Order of servers and of their tools does not matter.
+    reordered = {"a": ["describe_tools", "write", "search"], "b": ["read", "search"]}
+    assert assign_names(reordered, {"b": "bee_"}, reserved={"describe_tools"}) == routes

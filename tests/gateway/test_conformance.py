@@ -1,0 +1,41 @@
+"""The conformance suite (`mcp-pd check`) passes against the gateway, over stdio and over Streamable HTTP, with a
+real npm upstream behind it (one that starts fast: the suite starts the gateway once per scenario)."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from gateway.gwtest import gateway_params, stdio, write_config
+from pdtest import http_command
+
+
+def _check(target: list[str], env: dict[str, str] | None) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "mcp_pd", "check", *target, "--call-tool", "read_graph", "--args", "{}"]
+    return subprocess.run([*argv, "-q", "--no-color"], capture_output=True, text=True, timeout=600, env=env)
+
+
+def _config(tmp_path: Path, npm: dict[str, Path], mark: str) -> Path:
+    return write_config(
+        tmp_path / "servers.json",
+        {
+            "memory": stdio("node", str(npm["memory"]), mark=mark, env={"MEMORY_FILE_PATH": str(tmp_path / "m.jsonl")}),
+        },
+    )
+
+
+def test_conformance_over_stdio(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
+    params = gateway_params("--config", str(_config(tmp_path, npm, mark)))
+    done = _check(["--stdio", shlex.join([params.command, *params.args])], params.env)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "VERDICT: PASS" in done.stdout
+
+
+def test_conformance_over_http(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
+    params = gateway_params("--config", str(_config(tmp_path, npm, mark)), "--transport", "http", "--port")
+    with http_command([params.command, *params.args]) as url:
+        done = _check(["--url", url], params.env)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "VERDICT: PASS" in done.stdout
