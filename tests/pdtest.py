@@ -58,14 +58,22 @@ def http_command(argv: Sequence[str]) -> Iterator[str]:
         _wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+        stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 10, *, close_stderr: bool = True) -> None:
+    """SIGTERM, then SIGKILL after `timeout` s; closes its stderr pipe (if any) so no ResourceWarning follows.
+
+    `close_stderr=False` where a reader thread still drains the pipe: close it after joining the thread.
+    """
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.stderr and close_stderr:
+        proc.stderr.close()
 
 
 @contextmanager

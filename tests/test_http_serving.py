@@ -28,7 +28,7 @@ from mcp_pd._cli import main
 from mcp_pd._extension import _lowlevel
 from mcp_pd._http import HttpLimits, http_server, transport_security
 from mcp_pd.reference import DEFAULT_DESCRIPTIONS, build_reference_server
-from pdtest import free_port
+from pdtest import free_port, stop_process
 
 pytestmark = pytest.mark.anyio
 
@@ -330,12 +330,7 @@ def cli_server(*flags: str) -> Iterator[tuple[int, list[str]]]:
                 raise AssertionError(f"no 'serving' line within 30 s (exit code {proc.poll()}): {seen}") from None
         yield port, seen
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, close_stderr=False)  # the reader thread ends with the pipe: close it after that
         reader.join(timeout=10)
         proc.stderr.close()
 

@@ -357,10 +357,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in ("proxy", "export"):
         return _delegate("mcp_pd.gateway", argv)
     parser = argparse.ArgumentParser(prog="mcp-pd", description="MCP Progressive Disclosure (spec v2.1) toolkit")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{serve,check,demo}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{serve,check,demo,proxy,export}")
     _serve_parser(sub)
     sub.add_parser("check", help="run the conformance suite against a server (mcp-pd check --help)")
     sub.add_parser("demo", help="run the reference agent demo (mcp-pd demo --help)")
+    sub.add_parser("proxy", help="serve existing MCP servers through the gateway (mcp-pd proxy --help)")
+    sub.add_parser("export", help="write the definitions of existing MCP servers to files (mcp-pd export --help)")
     args = parser.parse_args(argv)
     return _serve(args)
 

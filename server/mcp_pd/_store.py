@@ -24,11 +24,13 @@ from pydantic import ValidationError
 
 from ._model import ToolDefinition, example_problems, first_sentence
 
-__all__ = ["Catalog", "DescriptionStore", "ListedTool", "Problem", "listed_name"]
+__all__ = ["CATEGORY_META", "Catalog", "DescriptionStore", "ListedTool", "Problem", "listed_name"]
 
 logger = logging.getLogger("mcp_pd.store")
 
 MAX_FILE_BYTES: Final = 1 << 20
+# The `_meta` key a listed tool names its category with (catalog mode); a plain `category` key is read too.
+CATEGORY_META: Final = "io.github.mcp-pd/category"
 ChangeListener = Callable[[frozenset[str]], Awaitable[None]]
 
 
@@ -472,7 +474,8 @@ class Catalog:
         if folder:
             return folder
         meta = definition.meta or {}
-        found = meta.get("category", meta.get("io.github.mcp-pd/category"))
+        # Our namespaced key first: the gateway sets it (the upstream's name) over whatever the upstream put there.
+        found = meta.get(CATEGORY_META, meta.get("category"))
         return found if isinstance(found, str) else ""
 
     def __contains__(self, name: object) -> bool:

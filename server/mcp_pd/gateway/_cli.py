@@ -203,12 +203,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "export":
         return anyio.run(_export, args, configs)
-    if args.mode == "catalog":
-        print(
-            "mcp-pd proxy: --mode catalog is not available in this version yet; use progressive or eager",
-            file=sys.stderr,
-        )
-        return 2
     try:
         anyio.run(_proxy, args, configs)
     except (ValueError, OSError) as exc:

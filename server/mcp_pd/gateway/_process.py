@@ -29,6 +29,7 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 
 from ._config import UpstreamConfig
+from ._watchdog import group_alive, signal_group
 
 __all__ = ["StdioProcess", "Watchdog"]
 
@@ -112,21 +113,6 @@ def _die_with_parent(parent: int) -> Callable[[], None] | None:
             os._exit(1)
 
     return preexec
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
 
 
 class StdioProcess:
@@ -290,15 +276,15 @@ class StdioProcess:
         with anyio.move_on_after(STDIN_GRACE):
             while proc.returncode is None:
                 await anyio.sleep(_POLL)
-        if _group_alive(pgid):
-            _signal_group(pgid, signal.SIGTERM)
+        if group_alive(pgid):
+            signal_group(pgid, signal.SIGTERM)
             with anyio.move_on_after(TERM_GRACE):
-                while _group_alive(pgid):
+                while group_alive(pgid):
                     await anyio.sleep(_POLL)
-            if _group_alive(pgid):
-                _signal_group(pgid, signal.SIGKILL)
+            if group_alive(pgid):
+                signal_group(pgid, signal.SIGKILL)
                 with anyio.move_on_after(TERM_GRACE):
-                    while _group_alive(pgid):
+                    while group_alive(pgid):
                         await anyio.sleep(_POLL)
         self.returncode = proc.returncode
         self.exited.set()

@@ -19,6 +19,8 @@ from mcp.server.lowlevel import Server
 from mcp.shared.dispatcher import ProgressFnT
 
 from mcp_pd._extension import DESCRIBE_TOOL, ProgressiveDisclosure
+from mcp_pd._metatools import META_TOOLS
+from mcp_pd._store import CATEGORY_META
 
 from ._names import Route, assign_names
 from ._pool import Upstream, UpstreamPool, UpstreamUnavailable
@@ -74,11 +76,17 @@ class Gateway:
     """The merged tool listing of every upstream (live, else cached) and the route of each served name."""
 
     def __init__(
-        self, pool: UpstreamPool, *, cached: Mapping[str, CachedServer] | None = None, reserved: frozenset[str]
+        self,
+        pool: UpstreamPool,
+        *,
+        cached: Mapping[str, CachedServer] | None = None,
+        reserved: frozenset[str],
+        categories: bool = False,
     ) -> None:
         self.pool = pool
         self.cached = dict(cached or {})
         self.reserved = reserved
+        self.categories = categories
         self.routes: dict[str, Route] = {}
         self.listing: list[types.Tool] = []
         self.pd: ProgressiveDisclosure | None = None
@@ -101,7 +109,13 @@ class Gateway:
         listing = []
         for served, route in routes.items():
             tool = by_route[(route.server, route.tool)]
-            listing.append(tool if served == tool.name else tool.model_copy(update={"name": served}))
+            update: dict[str, Any] = {} if served == tool.name else {"name": served}
+            if self.categories:
+                # Catalog mode browses by upstream (or the config's category). Only there: in the other modes
+                # `_meta` rides in every listed entry, and the category would cost tokens for nothing.
+                category = self.pool.upstreams[route.server].config.category or route.server
+                update["meta"] = {**(tool.meta or {}), CATEGORY_META: category}
+            listing.append(tool.model_copy(update=update) if update else tool)
         before = {t.name: t for t in self.listing}
         after = {t.name: t for t in listing}
         changed = frozenset(n for n in before.keys() | after.keys() if before.get(n) != after.get(n))
@@ -177,10 +191,14 @@ def build_gateway(
 
     Build it after the upstreams that start eagerly have started, so their instructions are known.
     """
-    reserved = (
-        frozenset({DESCRIBE_TOOL}) if mode == "progressive" and options.get("describe_tool", True) else frozenset()
-    )
-    gateway = Gateway(pool, cached=cached, reserved=reserved)
+    # The gateway's own tools in this mode: an upstream tool of the same name is served namespaced.
+    if mode == "catalog":
+        reserved = frozenset({DESCRIBE_TOOL, *META_TOOLS})
+    elif mode == "progressive" and options.get("describe_tool", True):
+        reserved = frozenset({DESCRIBE_TOOL})
+    else:
+        reserved = frozenset()
+    gateway = Gateway(pool, cached=cached, reserved=reserved, categories=mode == "catalog")
     server: Server[Any] = Server(
         name,
         version="0.1.0",

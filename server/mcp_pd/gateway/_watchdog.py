@@ -2,7 +2,8 @@
 
 The gateway writes `+PGID` when it starts an upstream process group and `-PGID` when it has reaped it. When
 the pipe closes without a clean goodbye (the gateway was killed, even with SIGKILL), every group still
-registered is sent SIGTERM, then SIGKILL: no upstream outlives its gateway.
+registered is sent SIGTERM, then SIGKILL: no upstream outlives its gateway. `_process.py` signals groups with
+the same two functions.
 """
 
 import contextlib
@@ -14,7 +15,8 @@ import time
 GRACE_SECONDS = 2.0
 
 
-def _alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
+    """Whether any process of the group `pgid` is still there (one we may not signal counts as alive)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
@@ -24,7 +26,8 @@ def _alive(pgid: int) -> bool:
     return True
 
 
-def _signal(pgid: int, sig: int) -> None:
+def signal_group(pgid: int, sig: int) -> None:
+    """Send `sig` to the group `pgid`, if it still exists."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
 
@@ -39,13 +42,13 @@ def main() -> None:
         if line[:1] in (b"+", b"-") and line[1:].isdigit():
             (groups.add if line[:1] == b"+" else groups.discard)(int(line[1:]))
     for pgid in groups:
-        _signal(pgid, signal.SIGTERM)
+        signal_group(pgid, signal.SIGTERM)
     deadline = time.monotonic() + GRACE_SECONDS
     while groups and time.monotonic() < deadline:
-        groups = {g for g in groups if _alive(g)}
+        groups = {g for g in groups if group_alive(g)}
         time.sleep(0.05)
     for pgid in groups:
-        _signal(pgid, signal.SIGKILL)
+        signal_group(pgid, signal.SIGKILL)
 
 
 if __name__ == "__main__":
