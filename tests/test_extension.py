@@ -297,7 +297,7 @@ async def test_instructions_carry_system_prompt_guidance() -> None:
         generated, _, author = text.partition("\n\n")
         assert author == "Author's own instructions."
         assert generated.startswith(system_prompt_guidance(URI))
-        assert 'describe_tools with {"tools": ["TOOL_NAME"]}' in generated
+        assert 'describe_tools {"tools": ["TOOL_NAME"]} does the same' in generated
         assert "Tools (3): add, admin_reset, write_note." in generated
         assert len(generated) < 2048
 

@@ -90,6 +90,7 @@ def test_system_prompt_guidance_covers_the_four_points() -> None:
     assert "tools/list" in text  # 1: the two stages
     assert "enough to choose" in text  # 2: minimal entries suffice for selection
     assert "Never read the resource without ?tools=" in text  # 3: no unscoped fetches
+    assert "Before calling a tool, read" in text  # 1: select, then fetch
     assert "resource:///tool_descriptions?tools=TOOL_NAME" in text  # 4: example syntax
 
 

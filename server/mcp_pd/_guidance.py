@@ -16,15 +16,15 @@ def resource_description(base_uri: str) -> str:
     two = selection_uri(["TOOL1", "TOOL2"], base_uri)
     return (
         "Full definitions (parameters, examples, error guidance) of the tools in tools/list. "
-        "WORKFLOW: Step 1: choose a tool from tools/list by what its short description says it does "
+        "WORKFLOW: Step 1: choose a tool from tools/list by its short description "
         "(tools/list is for choosing, not for parameters). "
         f"Step 2: read this resource with a tools query parameter to learn its parameters: {one} "
-        f"(several at once, comma-separated: {two}). "
-        "Step 3: call the tool with the parameters you learned. "
-        "Fetching a tool's description authorizes that tool for the rest of this session; "
-        "calling a tool whose description you have not fetched fails with TOOL_DESCRIPTION_REQUIRED, "
+        f"(several, comma-separated: {two}). "
+        "Step 3: call the tool with those parameters. "
+        "Fetching a tool's description authorizes it for the rest of this session; "
+        "calling a tool you have not fetched fails with TOOL_DESCRIPTION_REQUIRED, "
         "whose resource_uri tells you what to fetch. "
-        "Always name the tools: a read without ?tools= fails with MISSING_TOOL_SELECTION."
+        "A read without ?tools= fails with MISSING_TOOL_SELECTION."
     )
 
 
@@ -34,21 +34,17 @@ def system_prompt_guidance(base_uri: str) -> str:
     Four points in as few words as they take: every client reads it on every request (benchmarks/README.md).
     """
     return (
-        "This server uses progressive disclosure. "
-        "1) tools/list gives each tool's name and purpose: enough to choose a tool, not to guess its parameters. "
-        f"2) Before calling a tool, read {selection_uri(['TOOL_NAME'], base_uri)} (several: ?tools=TOOL1,TOOL2) "
-        "for its full definition; this authorizes it for this session. "
-        "3) Never read the resource without ?tools=: name only the tools you will call. "
-        "4) If a call fails with TOOL_DESCRIPTION_REQUIRED, read the resource_uri it gives, then retry."
+        "This server uses progressive disclosure: tools/list gives each tool's purpose, enough to choose a tool, "
+        f"not its parameters. Before calling a tool, read {selection_uri(['TOOL_NAME'], base_uri)} "
+        "(several: ?tools=A,B) for its definition; that authorizes it for this session. "
+        "Never read the resource without ?tools=. "
+        "On TOOL_DESCRIPTION_REQUIRED, read the resource_uri it gives, then retry."
     )
 
 
 def describe_tool_guidance(describe_tool: str) -> str:
     """The same workflow for hosts whose model can only call tools (interpretations I-13)."""
-    return (
-        f'Without resource access, call {describe_tool} with {{"tools": ["TOOL_NAME"]}}: same definitions, '
-        "same authorization."
-    )
+    return f'Without resource access, {describe_tool} {{"tools": ["TOOL_NAME"]}} does the same.'
 
 
 def describe_tool_description(resource_uri: str, max_tools: int) -> str:
