@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp_pd import Caller, DescriptionStore, ProgressiveDisclosure
 from mcp_pd.reference import serve_simulation
 from pdtest import CATALOGS, http_in_process, serve_params
@@ -202,6 +204,35 @@ async def test_catalog_mode_over_http_with_the_semantic_model(tmp_path: Path) ->
                 await anyio.sleep(0.1)
         found = structured(await client.call_tool("search_tools", {"query": "sum of two numbers"}))
         assert found["results"][0]["name"] == "add"
+
+
+@pytest.mark.req("PDX-CATALOG-01", "PDX-CATALOG-04")
+async def test_catalog_mode_over_sessionless_http_in_the_2026_era(tmp_path: Path) -> None:
+    # Sessionless 2026-07-28 HTTP: grants follow the key the operator names (here a header), not a connection.
+    app, _ = make_mcpserver(
+        write_definitions(tmp_path, ADD_DEFINITION),
+        mode="catalog",
+        semantic="off",
+        session_key=lambda ctx: ctx.request.headers.get("x-user") if ctx.request is not None else None,
+    )
+    async with (
+        http_in_process(app._lowlevel_server) as url,
+        httpx2.AsyncClient(headers={"x-user": "alice"}) as alice_http,
+        httpx2.AsyncClient(headers={"x-user": "bob"}) as bob_http,
+        Client(streamable_http_client(url, http_client=alice_http), mode="2026-07-28", cache=None) as alice,
+        Client(streamable_http_client(url, http_client=bob_http), mode="2026-07-28", cache=None) as bob,
+    ):
+        assert alice.protocol_version == "2026-07-28"
+        assert [t.name for t in (await alice.list_tools()).tools] == META
+        found = structured(await alice.call_tool("search_tools", {"query": "add two integers"}))
+        assert found["results"][0]["name"] == "add"
+        call = {"name": "add", "arguments": {"a": 2, "b": 40}}
+        assert structured(await alice.call_tool("call_tool", call))["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
+        structured(await alice.call_tool("describe_tools", {"tools": ["add"]}))
+        ran = await alice.call_tool("call_tool", call)
+        assert not ran.is_error and "42" in ran.content[0].text  # type: ignore[union-attr]
+        # Bob's requests carry another key: Alice's describe authorizes nothing for him.
+        assert structured(await bob.call_tool("call_tool", call))["error"]["code"] == "TOOL_DESCRIPTION_REQUIRED"
 
 
 def test_pinned_tools_are_listed_and_still_gated() -> None:
