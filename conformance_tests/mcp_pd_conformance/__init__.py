@@ -9,6 +9,12 @@ Command line (also `python -m mcp_pd_conformance`)::
 
     mcp-pd check --stdio "python -m mcp_pd serve"
     mcp-pd check --url http://127.0.0.1:8000/mcp --era legacy --json report.json
+    mcp-pd check --stdio "python -m mcp_pd serve --mode catalog" --profile catalog,tool-fallback
+
+Optional profiles (`--profile`, repeatable or comma-separated) check the project's own extensions:
+`tool-fallback` the describe tool (spec/interpretations.md I-13), `catalog` catalog mode (I-16). A
+profile is skipped, with its reason, when the server lacks what it checks; without --profile only the
+core runs.
 
 Exit codes:
     0  every MUST check passed (failed SHOULD checks are WARNINGs and do not fail the run)
@@ -28,11 +34,11 @@ A tool is only ever really invoked when it is named with --call-tool or annotate
 
 from ._baseline import BaselineError, apply_baseline, load_expected_failures
 from ._cli import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, main
-from ._model import BaselineOutcome, CheckResult, EraInfo, Report, Status
+from ._model import BaselineOutcome, CheckResult, EraInfo, ProfileRun, Report, Status
 from ._probe import Target
 from ._report import render, verdict, write_json
 from ._runner import ERAS, Options, run_suite, select_checks
-from ._spec import CHECKS, REQUIREMENTS, SCENARIOS, SPEC_VERSION, CheckSpec, Requirement, Severity
+from ._spec import CHECKS, PROFILES, REQUIREMENTS, SCENARIOS, SPEC_VERSION, CheckSpec, Requirement, Severity
 
 __all__ = [
     "CHECKS",
@@ -41,6 +47,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_UNREACHABLE",
     "EXIT_USAGE",
+    "PROFILES",
     "REQUIREMENTS",
     "SCENARIOS",
     "SPEC_VERSION",
@@ -50,6 +57,7 @@ __all__ = [
     "CheckSpec",
     "EraInfo",
     "Options",
+    "ProfileRun",
     "Report",
     "Requirement",
     "Severity",

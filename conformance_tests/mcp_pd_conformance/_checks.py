@@ -35,6 +35,7 @@ from ._text import (
 
 __all__ = [
     "NO_RESOURCE",
+    "ONLY_OWN_TOOLS",
     "Discovery",
     "SafeTool",
     "missing_selection",
@@ -49,6 +50,10 @@ DESCRIPTION_LIMIT = 300
 UNKNOWN_TOOL = "pd_conformance_no_such_tool"
 NO_EXTENSION = "this server does not implement progressive disclosure (spec 4.1)"
 NO_RESOURCE = "no tool_descriptions resource (see resource-listing/listed)"
+ONLY_OWN_TOOLS = (
+    "tools/list lists only the extension's own tools (catalog mode?), so there is no listed tool to read or call; "
+    "--profile catalog checks such a server"
+)
 
 _NAME = re.compile(r"tool[\s_-]*(descriptions?|definitions?|docs?|documentation)", re.IGNORECASE)
 _TOOLS_LIST = re.compile(r"tools/list|tools list|tool list|list of tools|list_tools|listTools", re.IGNORECASE)
@@ -244,11 +249,18 @@ async def tools_list(peer: Peer, rec: Recorder, disc: Discovery) -> None:
 
 
 def extension_tools(settings: dict[str, Any] | None, listed: list[str]) -> dict[str, str]:
-    """Listed tools that belong to the extension: the names its capability advertises, else describe_tools."""
+    """Listed tools that belong to the extension: the names its capability advertises, else describe_tools.
+
+    Advertised as one name (`describeTool`) or as a list of names (catalog mode's `metaTools`).
+    """
     found: dict[str, str] = {}
     for key, value in (settings or {}).items():
         if key.endswith("Tool") and isinstance(value, str) and value in listed:
             found[value] = f"advertised as {key}"
+        elif key.endswith("Tools") and isinstance(value, list):
+            for name in value:
+                if isinstance(name, str) and name in listed:
+                    found.setdefault(name, f"advertised in {key}")
     if not found and "describe_tools" in listed:
         found["describe_tools"] = "named describe_tools"
     return found
@@ -486,8 +498,8 @@ async def resource_listing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
 # -- resource-read ------------------------------------------------------------------------------------
 async def resource_read(peer: Peer, rec: Recorder, disc: Discovery) -> None:
     """Scenario resource-read: ?tools= selection and the response format of spec 4.3, 4.4 and 6.3."""
-    if disc.base is None or not disc.tools:
-        reason = NO_RESOURCE if disc.base is None else "no tools to read (see tools-list/listed)"
+    if disc.base is None or not disc.names:
+        reason = NO_RESOURCE if disc.base is None else ONLY_OWN_TOOLS if disc.tools else "no tools to read"
         rec.skip_scenario("resource-read", reason)
         return
     base, names = disc.base, disc.names

@@ -16,8 +16,8 @@ import anyio
 from ._baseline import BaselineError, load_expected_failures, validate_selector
 from ._probe import Target
 from ._report import render, write_json
-from ._runner import ERAS, Era, Options, run_suite
-from ._spec import CHECKS, REQUIREMENTS, SCENARIOS
+from ._runner import ERAS, Era, Options, profile_problem, run_suite
+from ._spec import CHECKS, PROFILES, REQUIREMENTS, SCENARIOS
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_UNREACHABLE", "EXIT_USAGE", "main"]
 
@@ -38,6 +38,12 @@ examples:
   mcp-pd check --stdio "python -m mcp_pd serve"
   mcp-pd check --url http://127.0.0.1:8000/mcp --era legacy --json report.json
   mcp-pd check --stdio "node server.js" --call-tool get_status --args '{}' --skip sessionless
+  mcp-pd check --stdio "python -m mcp_pd serve --mode catalog" --profile catalog,tool-fallback
+
+profiles (optional; without --profile only the core runs):
+"""
+EPILOG += "".join(f"  {name:<14} {text}\n" for name, text in PROFILES.items())
+EPILOG += """  A profile is skipped, with its reason, when the server lacks what it checks.
 """
 
 
@@ -79,6 +85,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--call-tool", metavar="NAME", help="the tool the suite may really invoke (default: a readOnly one)")
     p.add_argument("--args", metavar="JSON", help="arguments for --call-tool, a JSON object")
+    p.add_argument(
+        "--profile",
+        action="append",
+        metavar="NAMES",
+        help=f"also run these optional profiles (repeatable or comma-separated): {', '.join(PROFILES)}",
+    )
     p.add_argument("--strict", action="store_true", help="WARNINGs fail the run too (exit 1)")
     p.add_argument(
         "--grant-hold",
@@ -102,6 +114,8 @@ def _split(value: str | None) -> tuple[str, ...]:
 def _list_checks() -> str:
     lines = ["scenario / check ID                            severity  requirements"]
     for scenario in SCENARIOS:
+        if scenario in PROFILES:
+            lines += ["", f"profile {scenario} (--profile {scenario}): {PROFILES[scenario]}"]
         for spec in CHECKS:
             if spec.scenario == scenario:
                 lines.append(f"{spec.id:<46} {spec.severity.value:<9} {' '.join(spec.requirements)}")
@@ -166,14 +180,31 @@ def _options(args: argparse.Namespace) -> Options:
         target = Target(url=args.url, timeout=args.timeout)
     eras: tuple[Era, ...] = ERAS if args.era == "both" else (args.era,)
     only, skip = _split(args.only), _split(args.skip)
+    profiles = tuple(dict.fromkeys(name for value in args.profile or () for name in _split(value)))
+    unknown = [name for name in profiles if name not in PROFILES]
+    if unknown:
+        raise _UsageError(f"mcp-pd check: unknown profile {', '.join(unknown)} (the profiles: {', '.join(PROFILES)})")
     try:
         for token in (*only, *skip):
             validate_selector(token)
         baseline = tuple(load_expected_failures(args.expected_failures)) if args.expected_failures else None
     except BaselineError as exc:
         raise _UsageError(f"mcp-pd check: {exc}") from None
+    for token in only:
+        problem = profile_problem(token, profiles)
+        if problem:
+            raise _UsageError(f"mcp-pd check: --only {problem}")
     return Options(
-        target, eras, only, skip, args.call_tool, call_args, baseline, strict=args.strict, grant_hold=args.grant_hold
+        target,
+        eras,
+        only,
+        skip,
+        args.call_tool,
+        call_args,
+        baseline,
+        strict=args.strict,
+        grant_hold=args.grant_hold,
+        profiles=profiles,
     )
 
 

@@ -26,11 +26,13 @@ MAX_DEFINITIONS = 50
 _BATCH = 10
 
 
-async def learn_definitions(peer: Peer, disc: Discovery, limit: int = MAX_DEFINITIONS) -> None:
-    """Fill `disc.entries` (and `disc.hints` when the listing has no annotations) for the first `limit` tools."""
+async def learn_definitions(
+    peer: Peer, disc: Discovery, limit: int = MAX_DEFINITIONS, names: list[str] | None = None
+) -> None:
+    """Fill `disc.entries` (and `disc.hints`) for the first `limit` of `names` (default: the listed tools)."""
     if disc.base is None:
         return
-    pending = [n for n in disc.names[:limit] if n not in disc.entries]
+    pending = [n for n in (disc.names if names is None else names)[:limit] if n not in disc.entries]
     size = _BATCH
     while pending:
         batch = pending[:size]

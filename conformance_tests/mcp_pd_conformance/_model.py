@@ -8,7 +8,7 @@ from typing import Any
 
 from ._spec import CHECKS_BY_ID, REQUIREMENTS, CheckSpec
 
-__all__ = ["BaselineOutcome", "CheckResult", "EraInfo", "Report", "Status"]
+__all__ = ["BaselineOutcome", "CheckResult", "EraInfo", "ProfileRun", "Report", "Status"]
 
 
 class Status(StrEnum):
@@ -56,6 +56,7 @@ class CheckResult:
         return {
             "id": self.id,
             "scenario": spec.scenario,
+            "profile": spec.profile,
             "era": self.era,
             "status": self.status.value,
             "severity": spec.severity.value,
@@ -81,6 +82,18 @@ class EraInfo:
     negotiated: str | None
 
 
+@dataclass(frozen=True)
+class ProfileRun:
+    """An optional profile the run was asked for: whether its checks ran, or why the whole profile was skipped."""
+
+    name: str
+    ran: bool
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "status": "ran" if self.ran else "skipped", "reason": self.reason or None}
+
+
 @dataclass
 class BaselineOutcome:
     """How the run compares with an --expected-failures file."""
@@ -97,6 +110,7 @@ class Report:
     target: str
     results: list[CheckResult] = field(default_factory=list)
     eras: list[EraInfo] = field(default_factory=list)
+    profiles: list[ProfileRun] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     baseline: BaselineOutcome | None = None
     fatal: str | None = None
@@ -134,6 +148,7 @@ class Report:
             "spec": "MCP Progressive Disclosure v2.1",
             "target": self.target,
             "eras": [asdict(e) for e in self.eras],
+            "profiles": [p.to_json() for p in self.profiles],
             "duration_s": round(self.duration_s, 3),
             "fatal": self.fatal,
             "notes": self.notes,

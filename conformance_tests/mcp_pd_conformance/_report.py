@@ -8,7 +8,7 @@ from itertools import groupby
 from pathlib import Path
 
 from ._model import CheckResult, Report, Status
-from ._spec import SECTION_TITLES, SPEC_VERSION
+from ._spec import PROFILES, SECTION_TITLES, SPEC_VERSION
 
 __all__ = ["render", "verdict", "write_json"]
 
@@ -65,33 +65,71 @@ def verdict(report: Report) -> str:
     return f"VERDICT: PASS (exit 0): every MUST check passed ({warnings} SHOULD warning(s))"
 
 
+def _sections(results: list[CheckResult], color: bool, verbosity: int) -> list[str]:
+    out: list[str] = []
+    ordered = sorted(results, key=lambda r: _section_key(r.spec.section))
+    for section, group in groupby(ordered, key=lambda r: r.spec.section):
+        out.append("")
+        out.append(_paint(f"§{section} {SECTION_TITLES.get(section, '')}", "1", color))
+        for result in group:
+            out += _line(result, color, verbosity)
+    return out
+
+
+def _profiles(report: Report, color: bool, verbosity: int) -> list[str]:
+    """Each profile asked for: a header (with the reason when it was skipped as a whole), then its checks."""
+    out: list[str] = []
+    runs = {run.name: run for run in report.profiles}
+    names = dict.fromkeys([*runs, *(r.spec.profile for r in report.results if r.spec.profile)])
+    for name in names:
+        if name is None:
+            continue
+        run = runs.get(name)
+        skipped = run is not None and not run.ran
+        shown = [
+            r
+            for r in report.results
+            if r.spec.profile == name
+            and (verbosity >= 1 or r.status in (Status.FAILURE, Status.WARNING))
+            and (verbosity >= 2 or not skipped)
+        ]
+        if not shown and not skipped:
+            continue
+        out += ["", _paint(f"Profile {name}: {PROFILES.get(name, '')}", "1", color)]
+        if skipped:
+            label = _paint(f"{'SKIPPED':<8}", _COLORS[Status.SKIPPED], color)
+            out.append(f"  {label} the whole profile: {run.reason if run else ''}")
+        out += [line for line in _sections(shown, color, verbosity) if line]
+    return out
+
+
 def render(report: Report, *, color: bool = False, verbosity: int = 1) -> str:
     """The report as text. verbosity 0: problems only; 1: every check; 2: with every exchange."""
     out = [f"MCP Progressive Disclosure conformance (spec v{SPEC_VERSION})", f"Target: {report.target}"]
     if report.eras:
         eras = "; ".join(f"{e.era} (client mode {e.mode}) negotiated {e.negotiated}" for e in report.eras)
         out.append(f"Protocol eras: {eras}")
+    if report.profiles:
+        runs = ", ".join(f"{p.name} ({'ran' if p.ran else 'skipped: ' + p.reason})" for p in report.profiles)
+        out.append(f"Profiles: {runs}")
     out += [f"Note: {note}" for note in report.notes]
+    core = [r for r in report.results if r.spec.profile is None]
     # Many checks skipped for one reason (no connection, no resource) read better as one line.
-    reasons = Counter(r.message for r in report.results if r.status is Status.SKIPPED)
+    reasons = Counter(r.message for r in core if r.status is Status.SKIPPED)
     bulk = {reason for reason, n in reasons.items() if n >= _BULK and verbosity < 2}
     shown = [
         r
-        for r in report.results
+        for r in core
         if (verbosity >= 1 or r.status in (Status.FAILURE, Status.WARNING))
         and not (r.status is Status.SKIPPED and r.message in bulk)
     ]
-    ordered = sorted(shown, key=lambda r: _section_key(r.spec.section))
-    for section, group in groupby(ordered, key=lambda r: r.spec.section):
-        out.append("")
-        out.append(_paint(f"§{section} {SECTION_TITLES.get(section, '')}", "1", color))
-        for result in group:
-            out += _line(result, color, verbosity)
+    out += _sections(shown, color, verbosity)
     if bulk:
         out.append("")
     for reason in sorted(bulk, key=lambda m: -reasons[m]):
         label = _paint(f"{'SKIPPED':<8}", _COLORS[Status.SKIPPED], color)
         out.append(f"  {label} {reasons[reason]} checks: {reason}")
+    out += _profiles(report, color, verbosity)
     counts = report.counts()
     expected = sum(1 for r in report.results if r.expected_failure)
     out.append("")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ._baseline import apply_baseline, validate_selector
+from ._catalog import catalog_profile
 from ._checks import (
     NO_RESOURCE,
     Discovery,
@@ -18,9 +19,11 @@ from ._checks import (
     unfetched_tool_note,
 )
 from ._definitions import judge_reads, learn_definitions, schema_valid
+from ._fallback import tool_fallback_profile
 from ._grants import GrantsSession, finish_grants, open_grants
 from ._model import EraInfo, Report, Status
 from ._probe import MAX_PAGES, ConnectFailure, Held, Mode, Peer, Pool, Target
+from ._profiles import ProfileContext
 from ._record import Recorder
 from ._selection import selection_parsing
 from ._sessions import (
@@ -33,9 +36,9 @@ from ._sessions import (
     open_sessionless,
     pick_probe,
 )
-from ._spec import CHECKS, PER_ERA_SCENARIOS, CheckSpec
+from ._spec import CHECKS, PER_ERA_SCENARIOS, PROFILES, CheckSpec
 
-__all__ = ["ERAS", "Options", "run_suite", "select_checks"]
+__all__ = ["ERAS", "Options", "profile_problem", "run_suite", "select_checks"]
 
 Era = Literal["legacy", "2026-07-28"]
 ERAS: tuple[Era, ...] = ("legacy", "2026-07-28")
@@ -44,7 +47,7 @@ _CALLING = frozenset({"authorization", "grants", "isolation", "session-end", "se
 
 @dataclass(frozen=True)
 class Options:
-    """One run: the target, the protocol eras, the selection, and the tool the suite may invoke."""
+    """One run: the target, the protocol eras, the selection, the tool the suite may invoke, the optional profiles."""
 
     target: Target
     eras: tuple[Era, ...] = ERAS
@@ -55,12 +58,20 @@ class Options:
     expected_failures: tuple[str, ...] | None = None
     strict: bool = False
     grant_hold: float = 0.0
+    profiles: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.eras or any(e not in ERAS for e in self.eras):
             raise ValueError(f"eras must be a non-empty subset of {ERAS}")
+        unknown = [p for p in self.profiles if p not in PROFILES]
+        if unknown:
+            raise ValueError(f"unknown profile(s) {', '.join(unknown)}; the profiles are {', '.join(PROFILES)}")
         for token in (*self.only, *self.skip, *(self.expected_failures or ())):
             validate_selector(token)
+        for token in self.only:
+            problem = profile_problem(token, self.profiles)
+            if problem:
+                raise ValueError(problem)
         if self.call_args is not None and self.call_tool is None:
             raise ValueError("call_args needs call_tool")
         if self.grant_hold < 0:
@@ -71,13 +82,26 @@ def _matches(token: str, spec: CheckSpec) -> bool:
     return token in (spec.id, spec.scenario) or token in spec.requirements or token.split("[", 1)[0] == spec.id
 
 
-def select_checks(only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list[CheckSpec]:
-    """The checks a run reports: those matching --only (all when empty) minus those matching --skip."""
+def select_checks(
+    only: tuple[str, ...] = (), skip: tuple[str, ...] = (), profiles: tuple[str, ...] = ()
+) -> list[CheckSpec]:
+    """The checks a run reports: the core's and those of `profiles`, matching --only (all when empty), minus --skip."""
     return [
         spec
         for spec in CHECKS
-        if (not only or any(_matches(t, spec) for t in only)) and not any(_matches(t, spec) for t in skip)
+        if (spec.profile is None or spec.profile in profiles)
+        and (not only or any(_matches(t, spec) for t in only))
+        and not any(_matches(t, spec) for t in skip)
     ]
+
+
+def profile_problem(token: str, profiles: tuple[str, ...]) -> str | None:
+    """Why an --only selector selects nothing: it names only checks of a profile that was not asked for."""
+    matched = [spec for spec in CHECKS if _matches(token, spec)]
+    missing = sorted({s.profile for s in matched if s.profile is not None and s.profile not in profiles})
+    if matched and missing and all(s.profile in missing for s in matched):
+        return f"{token!r} is checked by the profile {' / '.join(missing)}: add --profile {missing[0]}"
+    return None
 
 
 async def run_suite(options: Options, progress: Callable[[str], None] | None = None) -> Report:
@@ -86,7 +110,7 @@ async def run_suite(options: Options, progress: Callable[[str], None] | None = N
     say = progress or (lambda _message: None)
     report = Report(target=options.target.describe(), strict=options.strict)
     rec = Recorder()
-    wanted = select_checks(options.only, options.skip)
+    wanted = select_checks(options.only, options.skip, options.profiles)
     scenarios = {spec.scenario for spec in wanted}
     disc = Discovery()
     async with Pool() as pool:
@@ -169,7 +193,7 @@ async def _run(
     if "resource-read" in scenarios:
         say("resource-read")
         await resource_read(peer, rec, disc)
-        if disc.base is not None and disc.tools:
+        if disc.base is not None and disc.names:
             await selection_parsing(peer, rec, disc)
             schema_valid(rec, disc)
     if "missing-selection" in scenarios:
@@ -177,7 +201,11 @@ async def _run(
         await missing_selection(peer, rec, disc)
     if calling:
         await learn_arguments(peer, disc, options.call_args)
-    await first.close()
+    # The profiles run last, so that nothing they authorize can help a core probe; the discovery session
+    # stays open for them, to read definitions, search and browse (it is never used to prove a grant).
+    profiles = [p for p in options.profiles if p in scenarios]
+    if not profiles:
+        await first.close()
     for session in sessions:
         say(f"authorization [{session.era}]")
         await finish_era(pool, target, session, rec, disc, say)
@@ -187,6 +215,17 @@ async def _run(
         await finish_grants(pool, target, grants, rec, disc, options.grant_hold)
     if calling and disc.base is not None:
         report.notes.append(unfetched_tool_note(disc))
+    if profiles:
+        # Sessions of a session-bearing era when one is selected: a grant needs a session.
+        profile_mode: Mode = "legacy" if "legacy" in options.eras else "auto"
+        context = ProfileContext(pool, target, profile_mode, rec, disc, peer, options.call_tool, options.call_args, say)
+        try:
+            for name, profile in (("tool-fallback", tool_fallback_profile), ("catalog", catalog_profile)):
+                if name in profiles:
+                    say(f"profile {name}")
+                    report.profiles.append(await profile(context))
+        finally:
+            await first.close()
 
 
 def _judge_pagination(rec: Recorder, peer: Peer) -> None:

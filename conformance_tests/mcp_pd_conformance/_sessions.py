@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from ._checks import NO_RESOURCE, Discovery, SafeTool, selection_uri
+from ._checks import NO_RESOURCE, ONLY_OWN_TOOLS, Discovery, SafeTool, selection_uri
 from ._definitions import learn_definitions
 from ._documents import (
     SESSIONLESS_VERSIONS,
@@ -72,6 +72,9 @@ def pick_probe(disc: Discovery, call_tool: str | None, call_args: dict[str, Any]
     """Choose the tool to probe, without fetching anything; sets `disc.probe` or `disc.safe_reason`."""
     if disc.base is None:
         disc.safe_reason = NO_RESOURCE
+        return
+    if disc.tools and not disc.names:
+        disc.safe_reason = ONLY_OWN_TOOLS
         return
     if call_tool is not None:
         if call_tool not in disc.names:

@@ -14,7 +14,9 @@ from typing import Final
 __all__ = [
     "CHECKS",
     "CHECKS_BY_ID",
+    "CORE_CHECKS",
     "PER_ERA_SCENARIOS",
+    "PROFILES",
     "REQUIREMENTS",
     "SCENARIOS",
     "SECTION_TITLES",
@@ -42,12 +44,13 @@ def _reqs(*rows: tuple[str, str, str]) -> dict[str, Requirement]:
 
 
 # Beyond the spec: the project's own interpretations (PDX-<AREA>-<nn>), cited with the interpretation
-# that states them. Checks citing only these are SHOULD: another implementation gets a WARNING.
-_PDX_SECTIONS: Final[dict[str, str]] = {"PDX-PARSE-01": "I-3", "PDX-PARSE-02": "I-3", "PDX-PARSE-03": "I-3"}
+# that states them. Core checks citing only these are SHOULD: another implementation gets a WARNING. A
+# profile is opted into, so there the extension's own text binds as written (MUST fails the run).
+_PDX_SECTIONS: Final[dict[str, str]] = {"PARSE": "I-3", "DESCRIBE": "I-13", "CATALOG": "I-16"}
 
 
 def _section(rid: str) -> str:
-    return _PDX_SECTIONS[rid] if rid.startswith("PDX-") else rid.split("-")[1]
+    return _PDX_SECTIONS[rid.split("-")[1]] if rid.startswith("PDX-") else rid.split("-")[1]
 
 
 REQUIREMENTS: Final[dict[str, Requirement]] = _reqs(
@@ -99,6 +102,15 @@ REQUIREMENTS: Final[dict[str, Requirement]] = _reqs(
     ("PDX-PARSE-01", "MUST", "?tools= values are percent-decoded, trimmed, merged and de-duplicated (ours, I-3)"),
     ("PDX-PARSE-02", "MUST", "other query parameters beside tools are ignored (ours, I-3)"),
     ("PDX-PARSE-03", "MUST", "a selection that names no tool (blank, commas only) is MISSING_TOOL_SELECTION (ours)"),
+    ("PDX-DESCRIBE-01", "MUST", "the describe tool is listed with a small real schema and callable without a fetch"),
+    ("PDX-DESCRIBE-02", "MUST", "the describe tool returns exactly the resource's document (text and structured)"),
+    ("PDX-DESCRIBE-03", "MUST", "the describe tool refuses what the resource refuses, same documents, as isError"),
+    ("PDX-DESCRIBE-04", "MUST", "the describe tool authorizes what it described, for the calling session only"),
+    ("PDX-DESCRIBE-06", "SHOULD", "TOOL_DESCRIPTION_REQUIRED names the describe tool call beside resource_uri"),
+    ("PDX-CATALOG-01", "MUST", "catalog mode lists the four meta-tools whatever the size; calls still need a describe"),
+    ("PDX-CATALOG-02", "MUST", "search_tools answers name/category/one line, abstains, filters, finds similar tools"),
+    ("PDX-CATALOG-04", "MUST", "call_tool validates arguments first, naming the field; unknown names get the closest"),
+    ("PDX-CATALOG-06", "MUST", "browse_tools lists categories with counts and a category's tools in complete pages"),
 )
 
 SECTION_TITLES: Final[dict[str, str]] = {
@@ -116,6 +128,16 @@ SECTION_TITLES: Final[dict[str, str]] = {
     "6.3": "Tool not found error",
     "7.2": "Caching considerations",
     "I-3": "Parsing ?tools= (the project's interpretation, not the spec: WARNING only)",
+    "I-13": "describe_tools: the resource read as a tool (the project's interpretation)",
+    "I-16": "Catalog mode: search, browse, describe, call (the project's interpretation)",
+}
+
+# Optional profiles (`mcp-pd check --profile NAME`): checks of the project's own extensions, run only when
+# asked for, and skipped with a reason when the server does not have what the profile checks. Each
+# profile's checks form one scenario of the same name.
+PROFILES: Final[dict[str, str]] = {
+    "tool-fallback": "the describe tool (describe_tools) checked the way the core checks the resource (I-13)",
+    "catalog": "catalog mode: search_tools, browse_tools, describe_tools and call_tool (I-16)",
 }
 
 
@@ -130,13 +152,17 @@ class Severity(StrEnum):
 
 @dataclass(frozen=True)
 class CheckSpec:
-    """A check the suite can emit: stable ID `scenario/name`, the requirements it cites, a fix hint."""
+    """A check the suite can emit: stable ID `scenario/name`, the requirements it cites, a fix hint.
+
+    `profile` names the optional profile the check belongs to (None: the core, always run).
+    """
 
     id: str
     severity: Severity
     requirements: tuple[str, ...]
     title: str
     hint: str
+    profile: str | None = None
 
     @property
     def scenario(self) -> str:
@@ -149,7 +175,8 @@ class CheckSpec:
 
 
 def _c(check_id: str, severity: Severity, requirements: tuple[str, ...], title: str, hint: str) -> CheckSpec:
-    return CheckSpec(check_id, severity, requirements, title, hint)
+    scenario = check_id.split("/", 1)[0]
+    return CheckSpec(check_id, severity, requirements, title, hint, scenario if scenario in PROFILES else None)
 
 
 M, S, N = Severity.MUST, Severity.SHOULD, Severity.INFO
@@ -648,9 +675,136 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         "Either key sessionless requests to a session identity, or refuse with a documented code "
         "(e.g. SESSION_REQUIRED) that tells the client how to get a session; never loop on TOOL_DESCRIPTION_REQUIRED.",
     ),
+    # -- profile tool-fallback (I-13) ------------------------------------------------------------------
+    _c(
+        "tool-fallback/listed",
+        M,
+        ("PDX-DESCRIBE-01",),
+        'the describe tool is listed with its small real input schema: {"tools": [names]}',
+        'List it with {"type": "object", "properties": {"tools": {"type": "array", "items": {"type": "string"}}}, '
+        '"required": ["tools"]}: a model must see how to call the one tool that unlocks the others.',
+    ),
+    _c(
+        "tool-fallback/callable-unfetched",
+        M,
+        ("PDX-DESCRIBE-01",),
+        "the describe tool answers in a session that fetched nothing (it is never gated)",
+        "Exempt the describe tool from the gate: it is how a tools-only host fetches a description.",
+    ),
+    _c(
+        "tool-fallback/same-document",
+        M,
+        ("PDX-DESCRIBE-02",),
+        "the describe tool returns the resource's document for the same names, as JSON text and structuredContent",
+        "Answer with the very document resources/read returns for ?tools=<the same names>: one JSON text content "
+        "and the same object as structuredContent (unknown names get the same not-found entries).",
+    ),
+    _c(
+        "tool-fallback/same-errors",
+        M,
+        ("PDX-DESCRIBE-03",),
+        "the describe tool refuses what the resource refuses (an empty list, too many or invalid names), "
+        "with the same error documents as isError results",
+        'Refuse {"tools": []} with the MISSING_TOOL_SELECTION document as an isError tool result, and every '
+        "selection the resource refuses with the resource's error document.",
+    ),
+    _c(
+        "tool-fallback/authorizes",
+        M,
+        ("PDX-DESCRIBE-04", "PD-5.1-01"),
+        "after the describe tool returned a tool's definition, that tool passes the gate in the session",
+        "Record the same grant for (session, tool) as a resource read does, for every tool the describe tool served.",
+    ),
+    _c(
+        "tool-fallback/only-described",
+        M,
+        ("PDX-DESCRIBE-04", "PD-5.1-02"),
+        "describing nothing, unknown names, a case variant or another tool authorizes nothing else",
+        "Grant only the listed names the describe tool actually served.",
+    ),
+    _c(
+        "tool-fallback/isolated",
+        M,
+        ("PDX-DESCRIBE-04", "PD-5.1-04"),
+        "what the describe tool authorized in one session is refused in a concurrent session",
+        "Key the describe tool's grants by the MCP session, as the resource's: never one set for every session.",
+    ),
+    _c(
+        "tool-fallback/required-names-describe",
+        S,
+        ("PDX-DESCRIBE-06",),
+        "TOOL_DESCRIPTION_REQUIRED names the describe tool call beside resource_uri",
+        'Add "describe_tool_call": {"name": "describe_tools", "arguments": {"tools": ["<name>"]}} to the refusal, '
+        "so a model in a tools-only host recovers in one step.",
+    ),
+    # -- profile catalog (I-16) -------------------------------------------------------------------------
+    _c(
+        "catalog/fixed-list",
+        M,
+        ("PDX-CATALOG-01",),
+        "tools/list holds search_tools, browse_tools, describe_tools and call_tool, not the catalog",
+        "List the four meta-tools (and the few tools an author pins) whatever the catalog's size; "
+        "search and browse find the rest.",
+    ),
+    _c(
+        "catalog/browse",
+        M,
+        ("PDX-CATALOG-06",),
+        "browse_tools lists the categories with counts, and each category's tools in pages that add up to its count",
+        'Answer {} with {"categories": [{"name", "count", "description"}]} and {"category": C} with '
+        '{"tools": [{"name", "description"}], "nextCursor"?}, following nextCursor to the end.',
+    ),
+    _c(
+        "catalog/search-results",
+        M,
+        ("PDX-CATALOG-02",),
+        "search_tools answers compact results (name, category, one line), within the limit, that find the tool",
+        'Answer {"results": [{"name", "category", "description"}], "total"} as structuredContent with a JSON text '
+        "copy; no schemas in results; at most limit (default 5) results.",
+    ),
+    _c(
+        "catalog/search-abstains",
+        M,
+        ("PDX-CATALOG-02",),
+        "search_tools abstains on a query nothing fits: no results, abstained, a hint naming categories",
+        'When nothing explains the query, answer {"results": [], "total": 0, "abstained": true, "hint": "... browse '
+        'a category: ..."} instead of the least bad tools.',
+    ),
+    _c(
+        "catalog/search-filters",
+        M,
+        ("PDX-CATALOG-02",),
+        "search_tools keeps to a category, finds tools like a named one, and names the valid categories on error",
+        'Filter results by "category" before ranking; "like" returns other tools similar to the named one; '
+        "an unknown category is an error listing the valid ones.",
+    ),
+    _c(
+        "catalog/call-gated",
+        M,
+        ("PDX-CATALOG-01", "PDX-CATALOG-04", "PD-5.1-02"),
+        "call_tool and direct calls are refused before describe_tools, run after it, only in that session",
+        "Put call_tool behind the same gate as a direct call: TOOL_DESCRIPTION_REQUIRED until this session "
+        "described the tool; direct calls by name keep working under that gate.",
+    ),
+    _c(
+        "catalog/call-validates",
+        M,
+        ("PDX-CATALOG-04",),
+        "call_tool refuses arguments that break the tool's inputSchema with INVALID_ARGUMENTS naming the field",
+        "Validate the arguments against the tool's inputSchema before running it; answer INVALID_ARGUMENTS with, "
+        "per problem, the field, the rule, the message and the schema fragment.",
+    ),
+    _c(
+        "catalog/call-unknown",
+        M,
+        ("PDX-CATALOG-04",),
+        "call_tool answers a misspelt name with TOOL_NOT_FOUND and the closest names",
+        "Answer unknown names with TOOL_NOT_FOUND and the closest tool names first, never by running a guess.",
+    ),
 )
 
 CHECKS_BY_ID: Final[dict[str, CheckSpec]] = {c.id: c for c in CHECKS}
 SCENARIOS: Final[tuple[str, ...]] = tuple(dict.fromkeys(c.scenario for c in CHECKS))
+CORE_CHECKS: Final[tuple[CheckSpec, ...]] = tuple(c for c in CHECKS if c.profile is None)
 # Scenarios run once per selected protocol era; the others run once.
 PER_ERA_SCENARIOS: Final[frozenset[str]] = frozenset({"authorization", "isolation", "session-end"})

@@ -6,9 +6,13 @@ at a time (legacy era), the HTTP servers in both eras. Servers run as real subpr
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -112,6 +116,30 @@ def http_server(argv: tuple[str, ...]) -> Iterator[str]:
         yield url
 
 
+@contextmanager
+def http_servers(argvs: dict[str, tuple[str, ...]]) -> Iterator[dict[str, str]]:
+    """`http_server` for several servers started at once (their start-up is mostly imports); yield name -> URL."""
+
+    def start(argv: tuple[str, ...]) -> tuple[AbstractContextManager[str], str]:
+        server = http_server(argv)
+        return server, server.__enter__()
+
+    with ExitStack() as stack:
+        with ThreadPoolExecutor(max_workers=max(1, len(argvs))) as pool:
+            futures = {name: pool.submit(start, argv) for name, argv in argvs.items()}
+        urls, failures = {}, []
+        for name, future in futures.items():
+            try:
+                server, urls[name] = future.result()
+            except Exception as exc:  # the others started: stop them too before reporting
+                failures.append(exc)
+            else:
+                stack.push(server.__exit__)
+        if failures:
+            raise failures[0]
+        yield urls
+
+
 def run_many(jobs: dict[str, Callable[[], Awaitable[Report]]], limit: int = 3) -> dict[str, Report]:
     """Run suite jobs concurrently, at most `limit` at a time."""
     reports: dict[str, Report] = {}
@@ -202,3 +230,83 @@ def reference_reports() -> dict[str, Report]:
         ),
     }
     return run_many(jobs)
+
+
+# -- the optional profiles (test_suite_profiles.py) ---------------------------------------------------------
+# Each control with the one profile it is checked by; served over HTTP, one process for all its sessions.
+PROFILE_CONTROLS = {
+    **dict.fromkeys(
+        (
+            "describe-good",
+            "describe-gated",
+            "describe-other-document",
+            "describe-no-grant",
+            "describe-grants-all",
+            "describe-global-grant",
+        ),
+        "tool-fallback",
+    ),
+    **dict.fromkeys(
+        (
+            "catalog-good",
+            "catalog-ungated-call",
+            "catalog-no-validation",
+            "catalog-big-list",
+            "catalog-naive-search",
+            "catalog-no-suggestions",
+            "catalog-short-browse",
+        ),
+        "catalog",
+    ),
+}
+ProfileCli = dict[str, "subprocess.CompletedProcess[str]"]
+
+
+def _check_command(argv: str) -> subprocess.Popen[str]:
+    """The real `mcp-pd check` (python -m mcp_pd_conformance), legacy era, its --json report on stdout."""
+    command = [sys.executable, "-m", "mcp_pd_conformance", *shlex.split(argv), "--era", "legacy", "--json", "-"]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="session")
+def profile_runs(call_logs: Path) -> tuple[dict[str, Report], ProfileCli]:
+    """The profile controls (in-process, --only their profile) and four runs of the real command line
+    (the --json report on stdout, the human one on stderr), overlapping."""
+    reference, good = (shlex.quote(shlex.join(argv)) for argv in (reference_argv(), control_argv("good")))
+    procs = {
+        # The reference server as it ships: tool-fallback applies, catalog is skipped (not catalog mode).
+        "reference": _check_command(
+            f"--stdio {reference} --profile tool-fallback --profile catalog --only tool-fallback,catalog"
+        ),
+        "no-describe-tool": _check_command(f"--stdio {good} --profile tool-fallback --only tool-fallback"),
+    }
+    # One process serves every control, each at /DEFECT/mcp (a server's start-up is mostly imports).
+    first, *others = PROFILE_CONTROLS
+    log = str(call_logs / "profile-{defect}.jsonl")
+    argvs = {
+        "controls": control_argv(first, *others, "--call-log", log, "--http"),
+        "reference-catalog": reference_argv("--mode", "catalog", "--lexical", "--transport", "http", "--port"),
+    }
+    with http_servers(argvs) as started:
+        urls = {d: started["controls"].removesuffix("/mcp") + f"/{d}/mcp" for d in PROFILE_CONTROLS}
+        urls["reference-catalog"] = started["reference-catalog"]
+        # Catalog mode, the core included: the whole run must pass.
+        procs["reference-catalog"] = _check_command(
+            f"--url {urls['reference-catalog']} --profile catalog,tool-fallback"
+        )
+        procs["strict"] = _check_command(
+            f"--url {urls['describe-gated']} --profile tool-fallback --strict "
+            "--only tool-fallback/required-names-describe"
+        )
+        jobs = {
+            defect: partial(
+                run_suite, Options(Target(url=urls[defect]), eras=("legacy",), only=(profile,), profiles=(profile,))
+            )
+            for defect, profile in PROFILE_CONTROLS.items()
+        }
+        reports = run_many(jobs, limit=4)
+        cli: ProfileCli = {}
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=120)
+            cli[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return reports, cli

@@ -6,22 +6,30 @@ independent implementation. `good` implements the extension correctly; every oth
 
     python tests/conformance/pdconf_controls.py good              # stdio
     python tests/conformance/pdconf_controls.py ungated --http 8123 --call-log calls.jsonl
+    python tests/conformance/pdconf_controls.py describe-good catalog-good --http 8123   # /describe-good/mcp, ...
 
 Every tool that really runs is appended to the --call-log file, so tests can prove which tools
 the suite invoked. `wipe_notes` is destructive: the suite must never call it.
+
+The `describe-*` controls add the describe tool of interpretation I-13 (`describe_tools`) to `good`, and
+the `catalog-*` controls serve the same four tools in catalog mode (I-16: search_tools, browse_tools,
+describe_tools, call_tool); they are what `mcp-pd check --profile tool-fallback / catalog` is proven on.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import difflib
 import json
+import re
 import sys
 import time
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import anyio
+import jsonschema
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -76,6 +84,26 @@ DEFECTS = {
     "mixed-grants-nothing": "a read with any unknown name grants nothing (violates PD-5.1-01)",
     "short-lived-grants": "a grant lapses after 10 further requests of its session (violates PD-5.1-03)",
     "expiring-grants": "a grant lapses after 2 seconds (violates PD-5.1-03; found with --grant-hold)",
+    # Profile tool-fallback (I-13): `good` with a describe tool.
+    "describe-good": "good, plus a correct describe_tools tool",
+    "describe-gated": "describe_tools is an ordinary tool to this server: listed minimal, gated, never named in "
+    "refusals (violates PDX-DESCRIBE-01, SHOULD PDX-DESCRIBE-06)",
+    "describe-other-document": "describe_tools answers in its own format: definitions under 'tools', refusals as "
+    "plain text (violates PDX-DESCRIBE-02/03)",
+    "describe-no-grant": "describe_tools returns the definitions but authorizes nothing (violates PDX-DESCRIBE-04)",
+    "describe-grants-all": "describing any tool authorizes every tool (violates PDX-DESCRIBE-04)",
+    "describe-global-grant": "describe_tools grants into one set for every session; reads grant per session "
+    "(violates PDX-DESCRIBE-04; shows over HTTP)",
+    # Profile catalog (I-16): the same four tools behind catalog mode's meta-tools.
+    "catalog-good": "a correct catalog mode",
+    "catalog-ungated-call": "call_tool runs tools nobody described (violates PDX-CATALOG-01)",
+    "catalog-no-validation": "call_tool hands the arguments to the tool unchecked (violates PDX-CATALOG-04)",
+    "catalog-big-list": "nothing compact: tools/list lists the whole catalog and search results carry schemas "
+    "(violates PDX-CATALOG-01/02)",
+    "catalog-naive-search": "search never abstains and ignores category and like (violates PDX-CATALOG-02)",
+    "catalog-no-suggestions": "call_tool answers an unknown name without the closest names (violates PDX-CATALOG-04)",
+    "catalog-short-browse": "browse_tools shows a category's first page only, without nextCursor "
+    "(violates PDX-CATALOG-06)",
 }
 
 FULL: dict[str, dict[str, Any]] = {
@@ -213,10 +241,148 @@ def _lookup(defect: str, name: str) -> str | None:
 
 PAGE_SIZE = 2  # tools/list pages; resources/list has one resource per page
 OTHER = types.Resource(uri="resource:///notes/readme", name="readme", description="About this server.")
+EXTENSION_ID = "io.github.mcp-pd/progressive-disclosure"
+DESCRIBE = "describe_tools"
+META = ("search_tools", "browse_tools", DESCRIBE, "call_tool")
+MAX_NAMES = 16  # names per read (and per describe) in the describe-* and catalog-* controls
+GLOBAL = "*"  # the grant set of describe-global-grant
+CATEGORIES = {"add": "math", "word_count": "text", "list_notes": "notes", "wipe_notes": "notes"}
+BROWSE_PAGE = 1  # so that browsing a category of two tools takes two pages
+
+
+def _tool(name: str, description: str, schema: dict[str, Any], read_only: bool = False) -> types.Tool:
+    annotations = types.ToolAnnotations(read_only_hint=True) if read_only else None
+    return types.Tool(name=name, description=description, input_schema=schema, annotations=annotations)
+
+
+def describe_entry(defect: str) -> types.Tool:
+    if defect == "describe-gated":  # listed like every other tool: minimal
+        return _tool(DESCRIBE, "Fetch the full definitions of tools.", {"type": "object", "additionalProperties": True})
+    schema = {"type": "object", "properties": {"tools": {"type": "array", "items": {"type": "string"}}}}
+    return _tool(DESCRIBE, "Return the full definitions of tools and authorize them.", schema, read_only=True)
+
+
+def meta_entries(defect: str) -> list[types.Tool]:
+    search = {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 20},
+            "category": {"type": "string"},
+            "like": {"type": "string"},
+        },
+    }
+    browse = {"type": "object", "properties": {"category": {"type": "string"}, "cursor": {"type": "string"}}}
+    call = {"type": "object", "properties": {"name": {"type": "string"}, "arguments": {"type": "object"}}}
+    return [
+        _tool("search_tools", "Find tools for a task; answers names and one line each.", search, read_only=True),
+        _tool("browse_tools", "List the tool categories, or the tools of one category.", browse, read_only=True),
+        describe_entry(defect),
+        _tool("call_tool", "Call a described tool by name with its arguments.", call),
+    ]
+
+
+def _error(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, **extra}}
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z]{3,}", text.lower().replace("_", " ")))
+
+
+def not_found(defect: str, name: str) -> dict[str, Any]:
+    closest = difflib.get_close_matches(name, list(FULL), n=5, cutoff=0.0)
+    extra = {} if defect == "catalog-no-suggestions" else {"closest_names": closest}
+    return _error("TOOL_NOT_FOUND", f"Tool '{name}' not found.", **extra)
+
+
+def search(defect: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """search_tools: keyword overlap with name and description; abstains when no word matches (I-16)."""
+    naive = defect == "catalog-naive-search"
+    limit, query = arguments.get("limit", 5), str(arguments.get("query") or "")
+    like, category = arguments.get("like"), arguments.get("category")
+    if not isinstance(limit, int) or not 1 <= limit <= 20:
+        return _error("INVALID_ARGUMENTS", "limit must be an integer from 1 to 20."), True
+    valid = sorted(set(CATEGORIES.values()))
+    if category is not None and not naive and category not in valid:
+        return _error("UNKNOWN_CATEGORY", f"No category '{category}'.", valid_categories=valid), True
+    if like and not naive:
+        if like not in FULL:
+            return not_found(defect, str(like)), True
+        near = _words(str(FULL[like]["description"]))
+        others = [n for n in FULL if n != like]
+        hits = sorted(others, key=lambda n: (CATEGORIES[n] != CATEGORIES[like], -len(near & _words(n)), n))
+    else:
+        wanted = _words(query)
+        scores = {n: len(wanted & _words(f"{n} {FULL[n]['description']}")) for n in FULL}
+        hits = sorted((n for n in FULL if scores[n]), key=lambda n: (-scores[n], n))
+        if naive:  # the least bad tools rather than nothing
+            hits += [n for n in FULL if n not in hits]
+        elif category is not None:
+            hits = [n for n in hits if CATEGORIES[n] == category]
+    if not hits:
+        hint = f"No tool fits this query. Rephrase it, or browse a category: {', '.join(valid)}"
+        return {"results": [], "total": 0, "abstained": True, "hint": hint}, False
+    results = []
+    for name in hits[:limit]:
+        result = {"name": name, "category": CATEGORIES[name], "description": SUMMARY[name]}
+        if defect == "catalog-big-list":
+            result["inputSchema"] = FULL[name]["inputSchema"]
+        results.append(result)
+    return {"results": results, "total": len(hits)}, False
+
+
+def browse(defect: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """browse_tools: the categories, or one category's tools in pages of BROWSE_PAGE."""
+    order = list(dict.fromkeys(CATEGORIES.values()))
+    category, cursor = arguments.get("category"), arguments.get("cursor")
+    members = {c: [n for n in FULL if CATEGORIES[n] == c] for c in order}
+    if category is None:
+        summary = [{"name": c, "count": len(members[c]), "description": "e.g. " + ", ".join(members[c])} for c in order]
+        return {"categories": summary}, False
+    if category not in members:
+        return _error("UNKNOWN_CATEGORY", f"No category '{category}'.", valid_categories=order), True
+    start = int(cursor.removeprefix("browse:")) if isinstance(cursor, str) and cursor.startswith("browse:") else 0
+    page = members[category][start : start + BROWSE_PAGE]
+    answer: dict[str, Any] = {"category": category, "tools": [{"name": n, "description": SUMMARY[n]} for n in page]}
+    if start + BROWSE_PAGE < len(members[category]) and defect != "catalog-short-browse":
+        answer["nextCursor"] = f"browse:{start + BROWSE_PAGE}"
+    return answer, False
+
+
+def argument_problems(name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """call_tool's check of the arguments against the tool's inputSchema: each problem's field, rule and schema."""
+    problems = [
+        {
+            "field": "/".join(str(p) for p in error.path) or "(arguments)",
+            "rule": str(error.validator),
+            "message": error.message,
+            "schema": error.schema,
+        }
+        for error in jsonschema.Draft202012Validator(FULL[name]["inputSchema"]).iter_errors(arguments)
+    ]
+    if not problems:
+        return None
+    first = problems[0]
+    message = f"Arguments for '{name}' do not match its inputSchema: {first['field']}: {first['message']}."
+    return _error("INVALID_ARGUMENTS", message, tool=name, problems=problems)
+
+
+def missing_selection(defect: str) -> dict[str, Any]:
+    message = "You must specify one or more tool names in the 'tools' parameter."
+    examples = [f"{BASE}?tools=tool_name", f"{BASE}?tools=tool1,tool2"]
+    if defect == "paraphrased-missing":
+        message, examples = "Please name the tools you want.", [f"{BASE}?tools=NAME"]
+    return _error("MISSING_TOOL_SELECTION", message, examples=examples)
+
+
+TOO_MANY = _error("TOO_MANY_TOOLS", f"At most {MAX_NAMES} tools can be fetched in one read.")
 
 
 def build(defect: str, call_log: str | None = None) -> Server[Any]:
     """The control server with `defect` (see DEFECTS)."""
+    catalog = defect.startswith("catalog-")
+    describing = catalog or defect.startswith("describe-")
     grants: dict[str, dict[str, tuple[float, int]]] = {}  # session -> tool -> (when, request number)
     requests: dict[str, int] = {}
     reads: dict[str, int] = {}
@@ -238,7 +404,7 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         return key
 
     def granted(key: str, name: str) -> bool:
-        grant = grants.get(key, {}).get(name)
+        grant = grants.get(key, {}).get(name) or grants.get(GLOBAL, {}).get(name)
         if grant is None:
             return False
         when, number = grant
@@ -254,6 +420,9 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
         tick(ctx)
         cursor = params.cursor if params is not None else None
+        if catalog:  # one page: the meta-tools (and, wrongly, the whole catalog)
+            listed = [_tool(n, SUMMARY[n], {"type": "object"}) for n in FULL] if defect == "catalog-big-list" else []
+            return types.ListToolsResult(tools=[*meta_entries(defect), *listed])
         if defect == "endless-cursor" and cursor is not None:
             return types.ListToolsResult(tools=[], next_cursor="more")
         start = int(cursor.removeprefix("page:")) if cursor else 0
@@ -277,42 +446,47 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
                     else None,
                 )
             )
+        if describing and start == 0:
+            tools.insert(0, describe_entry(defect))
         more = start + PAGE_SIZE < len(FULL)
         if defect == "endless-cursor":
             more, start = True, len(FULL)
         return types.ListToolsResult(tools=tools, next_cursor=f"page:{start + PAGE_SIZE}" if more else None)
 
-    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
-        key = tick(ctx)
-        name, arguments = params.name, params.arguments or {}
-        if name not in FULL:
-            return types.CallToolResult(content=[types.TextContent(type="text", text="Unknown tool")], is_error=True)
+    def refusal(key: str | None, name: str) -> types.CallToolResult | None:
+        """The gate: None when `name` may run in this session."""
         gated = defect not in ("ungated", "plain") and not (defect == "gates-first-only" and name != next(iter(FULL)))
-        if gated:
-            if key is None:
-                return _text_result(
-                    {"error": {"code": "SESSION_REQUIRED", "message": "Connect with a session (initialize)."}},
-                    error=True,
-                )
-            allowed = granted(key, name)
-            if allowed and defect == "forgetful":
-                uses[(key, name)] = uses.get((key, name), 0) + 1
-                allowed = uses[(key, name)] <= 1
-            if not allowed and defect == "lenient-retry":
-                refusals[(key, name)] = refusals.get((key, name), 0) + 1
-                allowed = refusals[(key, name)] > 1
-            if not allowed:
-                code = "DESCRIPTION_NOT_FETCHED" if defect == "wrong-error-code" else "TOOL_DESCRIPTION_REQUIRED"
-                document = {
-                    "error": {
-                        "code": code,
-                        "message": f"Tool '{name}' requires fetching its description before use.",
-                        "resource_uri": f"{BASE}?tools={name}",
-                    }
-                }
-                if defect == "jsonrpc-refusal":
-                    raise MCPError(-32001, document["error"]["message"], document)
-                return _text_result(document, error=True)
+        if not gated:
+            return None
+        if key is None:
+            return _text_result(
+                {"error": {"code": "SESSION_REQUIRED", "message": "Connect with a session (initialize)."}},
+                error=True,
+            )
+        allowed = granted(key, name)
+        if allowed and defect == "forgetful":
+            uses[(key, name)] = uses.get((key, name), 0) + 1
+            allowed = uses[(key, name)] <= 1
+        if not allowed and defect == "lenient-retry":
+            refusals[(key, name)] = refusals.get((key, name), 0) + 1
+            allowed = refusals[(key, name)] > 1
+        if allowed:
+            return None
+        code = "DESCRIPTION_NOT_FETCHED" if defect == "wrong-error-code" else "TOOL_DESCRIPTION_REQUIRED"
+        document = {
+            "error": {
+                "code": code,
+                "message": f"Tool '{name}' requires fetching its description before use.",
+                "resource_uri": f"{BASE}?tools={name}",
+            }
+        }
+        if describing and defect != "describe-gated":
+            document["error"]["describe_tool_call"] = {"name": DESCRIBE, "arguments": {"tools": [name]}}
+        if defect == "jsonrpc-refusal":
+            raise MCPError(-32001, document["error"]["message"], document)
+        return _text_result(document, error=True)
+
+    def run(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         missing = _missing_required(name, arguments) if defect == "lost-required" else []
         if missing:
             message = f"{name}: missing required argument(s) {', '.join(missing)}"
@@ -327,6 +501,58 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         if name == "list_notes":
             return _text_result({"notes": []}, error=False)
         return _text_result({"wiped": True}, error=False)
+
+    def describe(key: str | None, arguments: dict[str, Any]) -> types.CallToolResult:
+        """describe_tools (I-13): the resource read's document, errors and grants, as a tool result."""
+        requested = arguments.get("tools")
+        requested = [requested] if isinstance(requested, str) else requested
+        if not isinstance(requested, list) or not all(isinstance(n, str) for n in requested):
+            malformed = _error("INVALID_ARGUMENTS", 'describe_tools takes {"tools": ["name", ...]}')
+            return _text_result(malformed, error=True)
+        names = list(dict.fromkeys(n.strip() for n in requested if n.strip()))
+        refused = missing_selection(defect) if not names else TOO_MANY if len(names) > MAX_NAMES else None
+        if refused is not None:
+            if defect == "describe-other-document":
+                text = types.TextContent(type="text", text="Name between 1 and 16 tools.")
+                return types.CallToolResult(content=[text], is_error=True)
+            return _text_result(refused, error=True)
+        body, served = document(key, names)
+        if defect == "describe-no-grant":
+            served = []
+        elif defect == "describe-grants-all" and served:
+            served = list(FULL)
+        grant(GLOBAL if defect == "describe-global-grant" else key, served)
+        return _text_result({"tools": body} if defect == "describe-other-document" else body, error=False)
+
+    def call_via(key: str | None, arguments: dict[str, Any]) -> types.CallToolResult:
+        """call_tool (I-16): the gate, then the arguments against the tool's inputSchema, then the tool."""
+        name, inner = arguments.get("name"), arguments.get("arguments") or {}
+        if name == DESCRIBE:
+            return describe(key, inner)
+        if not isinstance(name, str) or name not in FULL:
+            return _text_result(not_found(defect, str(name)), error=True)
+        refused = None if defect == "catalog-ungated-call" else refusal(key, name)
+        if refused is not None:
+            return refused
+        problems = None if defect == "catalog-no-validation" else argument_problems(name, inner)
+        return _text_result(problems, error=True) if problems is not None else run(name, inner)
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
+        key = tick(ctx)
+        name, arguments = params.name, params.arguments or {}
+        if describing and name == DESCRIBE:
+            # describe-gated: an ordinary tool, refused until fetched (and the resource has no definition of it).
+            if defect == "describe-gated":  # an ordinary tool to this server, refused until fetched: forever
+                return refusal(key, name) or describe(key, arguments)
+            return describe(key, arguments)
+        if catalog and name in META:
+            if name == "call_tool":
+                return call_via(key, arguments)
+            document, error = (search if name == "search_tools" else browse)(defect, arguments)
+            return _text_result(document, error=error)
+        if name not in FULL:
+            return types.CallToolResult(content=[types.TextContent(type="text", text="Unknown tool")], is_error=True)
+        return refusal(key, name) or run(name, arguments)
 
     async def list_resources(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
         tick(ctx)
@@ -343,27 +569,8 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             return types.ListResourcesResult(resources=[OTHER])
         return types.ListResourcesResult(resources=[resource], next_cursor="resources:2")
 
-    async def read_resource(
-        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        key = tick(ctx)
-        uri = str(params.uri)
-        if uri == str(OTHER.uri) and defect != "plain":
-            return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text="Notes.")])
-        if defect == "plain" or not uri.startswith(BASE) or uri[len(BASE) : len(BASE) + 1] not in ("", "?", "#"):
-            raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}")
-        names = parse_selection(uri.partition("#")[0], defect)
-        if not names:
-            if defect == "refused-read-grants":
-                grant(key, list(FULL))
-            if defect != "no-missing-selection":
-                message = "You must specify one or more tool names in the 'tools' parameter."
-                examples = [f"{BASE}?tools=tool_name", f"{BASE}?tools=tool1,tool2"]
-                if defect == "paraphrased-missing":
-                    message, examples = "Please name the tools you want.", [f"{BASE}?tools=NAME"]
-                document = {"error": {"code": "MISSING_TOOL_SELECTION", "message": message, "examples": examples}}
-                raise MCPError(types.INVALID_PARAMS, message, document)
-            names = list(FULL)
+    def document(key: str | None, names: list[str]) -> tuple[dict[str, Any], list[str]]:
+        """What a read of `names` answers, and the tools it serves (the resource and describe_tools share it)."""
         if key is not None:
             reads[key] = reads.get(key, 0) + 1
         if defect == "ignores-selection":
@@ -395,6 +602,28 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             served = served[:1]
         elif defect == "mixed-grants-nothing" and unknown:
             served = []
+        return body, served
+
+    async def read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        key = tick(ctx)
+        uri = str(params.uri)
+        if uri == str(OTHER.uri) and defect != "plain":
+            return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, text="Notes.")])
+        if defect == "plain" or not uri.startswith(BASE) or uri[len(BASE) : len(BASE) + 1] not in ("", "?", "#"):
+            raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}")
+        names = parse_selection(uri.partition("#")[0], defect)
+        if not names:
+            if defect == "refused-read-grants":
+                grant(key, list(FULL))
+            if defect != "no-missing-selection":
+                refused = missing_selection(defect)
+                raise MCPError(types.INVALID_PARAMS, refused["error"]["message"], refused)
+            names = list(FULL)
+        if describing and len(names) > MAX_NAMES:
+            raise MCPError(types.INVALID_PARAMS, TOO_MANY["error"]["message"], TOO_MANY)
+        body, served = document(key, names)
         grant(key, served)
         mime = "text/plain" if defect == "text-plain-content" else "application/json"
         contents = [types.TextResourceContents(uri=uri, mime_type=mime, text=json.dumps(body))]
@@ -415,6 +644,22 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         on_list_resources=list_resources,
         on_read_resource=read_resource,
     )
+    if describing and defect != "describe-gated":
+        # The suite learns the extension's own tools from these settings: under `extensions` in 2026-07-28,
+        # under `experimental` in the handshake era (which has no `extensions`), however the server is run.
+        settings: dict[str, Any] = {"resourceUri": BASE, "describeTool": DESCRIBE}
+        settings |= {"metaTools": list(META)} if catalog else {}
+        server.extensions[EXTENSION_ID] = settings
+        options = server.create_initialization_options
+
+        def advertise(
+            notification_options: Any = None, experimental_capabilities: Any = None, extensions: Any = None
+        ) -> Any:
+            return options(
+                notification_options, {**(experimental_capabilities or {}), EXTENSION_ID: settings}, extensions
+            )
+
+        server.create_initialization_options = advertise  # type: ignore[method-assign]
     discover = server.get_request_handler("server/discover")
     assert discover is not None
     original = discover.handler
@@ -431,12 +676,17 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("defect", choices=sorted(DEFECTS))
+    parser.add_argument("defect", nargs="+", choices=sorted(DEFECTS), help="several: over HTTP, each at /DEFECT/mcp")
     parser.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP on 127.0.0.1:PORT")
-    parser.add_argument("--call-log", metavar="FILE", help="append every tool that really runs to FILE")
+    parser.add_argument(
+        "--call-log", metavar="FILE", help="append every tool that really runs to FILE ({defect} names the control)"
+    )
     args = parser.parse_args()
-    server = build(args.defect, args.call_log)
+    logs = {d: args.call_log.format(defect=d) if args.call_log else None for d in args.defect}
     if args.http is None:
+        if len(args.defect) > 1:
+            parser.error("several controls need --http: each is served at /DEFECT/mcp")
+        server = build(args.defect[0], logs[args.defect[0]])
 
         async def run() -> None:
             async with stdio_server() as (read, write):
@@ -446,8 +696,32 @@ def main() -> None:
         return
     import uvicorn
 
-    app = server.streamable_http_app(host="127.0.0.1")
+    if len(args.defect) == 1:
+        app = build(args.defect[0], logs[args.defect[0]]).streamable_http_app(host="127.0.0.1")
+    else:  # one process for many controls: their start-up is mostly imports
+        app = _combined({d: build(d, logs[d]) for d in args.defect})
     uvicorn.run(app, host="127.0.0.1", port=args.http, log_level="warning")
+
+
+def _combined(servers: dict[str, Server[Any]]) -> Any:
+    """One Starlette app serving each control at /DEFECT/mcp, with every control's session manager running."""
+    from collections.abc import AsyncIterator
+    from contextlib import AsyncExitStack, asynccontextmanager
+
+    from starlette.applications import Starlette
+
+    apps = [
+        server.streamable_http_app(host="127.0.0.1", streamable_http_path=f"/{d}/mcp") for d, server in servers.items()
+    ]
+
+    @asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            for app in apps:
+                await stack.enter_async_context(app.router.lifespan_context(app))
+            yield
+
+    return Starlette(routes=[route for app in apps for route in app.routes], lifespan=lifespan)
 
 
 if __name__ == "__main__":

@@ -166,4 +166,10 @@ def test_extension_tools_are_the_advertised_names_else_describe_tools() -> None:
     catalog = {"describeTool": "describe_tools", "searchTool": "search_tools", "callTool": "missing"}
     assert set(extension_tools(catalog, listed)) == {"describe_tools", "search_tools"}
     assert extension_tools(None, listed) == {"describe_tools": "named describe_tools"}
+    # Catalog mode advertises its meta-tools as a list (I-16); names it lists but tools/list lacks are ignored.
+    meta = {"describeTool": "describe_tools", "metaTools": ["search_tools", "browse_tools", "describe_tools"]}
+    assert extension_tools(meta, listed) == {
+        "describe_tools": "advertised as describeTool",
+        "search_tools": "advertised in metaTools",
+    }
     assert extension_tools(None, ["add"]) == {}

@@ -1,0 +1,204 @@
+"""Optional profiles (`mcp-pd check --profile NAME`): what they share and the order they run in.
+
+A profile checks one of the project's own extensions (spec/interpretations.md I-13, I-16). It runs only
+when asked for, after the core, and is skipped as a whole, with the reason, when the server lacks what it
+checks. Its checks open their own sessions; the discovery session is their scout: it reads definitions
+(to learn which tools are read-only and their example arguments), searches and browses, and is never used to
+prove what a session may call. As in the core, only read-only tools (or --call-tool) are really invoked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from ._checks import UNKNOWN_TOOL, Discovery, selection_uri
+from ._definitions import learn_definitions
+from ._documents import TOOL_DESCRIPTION_REQUIRED, CallOutcome, classify_call, error_document, example_arguments
+from ._documents import read_body as _read_body
+from ._model import ProfileRun
+from ._probe import ConnectFailure, Exchange, Held, Mode, Peer, Pool, Target, short
+from ._record import Recorder
+
+__all__ = [
+    "Answer",
+    "ProfileContext",
+    "SafeCall",
+    "answer",
+    "gate_refused",
+    "skip_profile",
+]
+
+DESCRIBE_TOOL = "describe_tools"
+_RATE_LIMITED = "RATE_LIMITED"
+_MAX_WAIT = 5.0
+
+
+@dataclass(frozen=True)
+class SafeCall:
+    """A tool a profile may really invoke, and the arguments it uses."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class ProfileContext:
+    """Everything a profile needs from the run: where to open sessions, where to record, what the core learned."""
+
+    pool: Pool
+    target: Target
+    mode: Mode
+    rec: Recorder
+    disc: Discovery
+    scout: Peer
+    call_tool: str | None
+    call_args: dict[str, Any] | None
+    say: Callable[[str], None]
+
+    async def open(self, count: int) -> list[Held]:
+        """`count` fresh sessions, opened at once (over stdio each is a server process to start); ConnectFailure."""
+        held: list[Held] = []
+        failures: list[ConnectFailure] = []
+
+        async def one() -> None:
+            try:
+                held.append(await self.pool.open(self.target, self.mode))
+            except ConnectFailure as exc:
+                failures.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(count):
+                tg.start_soon(one)
+        if failures:
+            for session in held:
+                await session.close()
+            raise failures[0]
+        return held
+
+    async def call(self, peer: Peer, name: str, arguments: dict[str, Any]) -> Exchange:
+        """tools/call, retried (a little) when the server answers RATE_LIMITED: budgets are not what profiles check."""
+        return await _patient(lambda: peer.call(name, arguments))
+
+    async def read(self, peer: Peer, uri: str) -> Exchange:
+        return await _patient(lambda: peer.read(uri))
+
+    def describe_tool(self) -> str | None:
+        """The listed describe tool: the name the capability advertises (describeTool), else describe_tools."""
+        listed = {t["name"] for t in self.disc.tools}
+        advertised = (self.scout.extension_settings() or {}).get("describeTool")
+        for name in (advertised, DESCRIBE_TOOL):
+            if isinstance(name, str) and name in listed:
+                return name
+        return None
+
+    async def known_names(self) -> list[str]:
+        """Names of tools the extension discloses: tools/list's, else the available_tools of an unknown-name read."""
+        if self.disc.names or self.disc.base is None:
+            return list(self.disc.names)
+        exchange = await self.read(self.scout, selection_uri(self.disc.base, UNKNOWN_TOOL))
+        entry = (_read_body(exchange).mapping or {}).get(UNKNOWN_TOOL)
+        available = entry.get("available_tools") if isinstance(entry, dict) else None
+        names = [n for n in available if isinstance(n, str)] if isinstance(available, list) else []
+        return [n for n in dict.fromkeys(names) if n not in self.disc.meta]
+
+    async def safe_calls(self, names: list[str]) -> tuple[list[SafeCall], str]:
+        """The tools among `names` the profile may invoke (--call-tool, else readOnlyHint=true), or why none.
+
+        Annotations come from tools/list, else from the definitions, which the scout reads.
+        """
+        disc = self.disc
+        if self.call_tool is not None and self.call_tool not in names:
+            return [], f"--call-tool {self.call_tool} is not among the tools this profile found"
+        await learn_definitions(self.scout, disc, names=names)
+        listed = {t["name"]: t.get("annotations") for t in disc.tools}
+        found: list[SafeCall] = []
+        for name in names:
+            annotations = listed.get(name) if isinstance(listed.get(name), dict) else disc.hints.get(name)
+            named = name == self.call_tool
+            if not named and not (isinstance(annotations, dict) and annotations.get("readOnlyHint") is True):
+                continue
+            entry = disc.entries.get(name)
+            arguments = self.call_args if named and self.call_args is not None else None
+            if arguments is None and isinstance(entry, dict):
+                arguments = example_arguments(entry)
+            if arguments is not None:
+                found.insert(0 if named else len(found), SafeCall(name, dict(arguments)))
+        if found:
+            return found, ""
+        return [], (
+            "no tool it found is annotated readOnlyHint=true with an example (or an all-optional schema), so the "
+            "suite will not invoke any; pass --call-tool NAME --args JSON to name one that is safe to call"
+        )
+
+
+async def _patient(send: Callable[[], Awaitable[Exchange]]) -> Exchange:
+    exchange = await send()
+    for _ in range(2):
+        outcome = classify_call(exchange) if exchange.method == "tools/call" else None
+        document = outcome.document if outcome is not None else None
+        if exchange.error is not None:
+            document = error_document(exchange.error.data)
+        if document is None or document.get("code") != _RATE_LIMITED:
+            return exchange
+        wait = document.get("retry_after_seconds")
+        await anyio.sleep(min(float(wait), _MAX_WAIT) if isinstance(wait, int | float) and wait > 0 else 1.0)
+        exchange = await send()
+    return exchange
+
+
+@dataclass
+class Answer:
+    """What a tools/call answered: its document (structuredContent, else the JSON text), and what was off."""
+
+    exchange: Exchange
+    document: Any = None
+    is_error: bool = False
+    problem: str = ""  # a JSON-RPC error, a missing structuredContent or JSON text, or the two differing
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """The error document's inner object, when the answer is a refusal."""
+        return error_document(self.document) if self.is_error else None
+
+    @property
+    def mapping(self) -> dict[str, Any]:
+        return self.document if isinstance(self.document, dict) and not self.is_error else {}
+
+
+def answer(exchange: Exchange) -> Answer:
+    """Decode a tools/call result into its JSON document (I-13, I-16: structuredContent with a JSON text copy)."""
+    if exchange.error is not None:
+        return Answer(exchange, exchange.error.data, True, f"a JSON-RPC error ({short(exchange.received, 160)})")
+    result = exchange.result or {}
+    structured = result.get("structuredContent")
+    texts = [c.get("text") for c in result.get("content") or [] if isinstance(c, dict) and c.get("type") == "text"]
+    parsed: Any = None
+    problem = ""
+    if texts and isinstance(texts[0], str):
+        try:
+            parsed = json.loads(texts[0])
+        except ValueError:
+            problem = f"the text content is not JSON: {short(texts[0], 80)!r}"
+    else:
+        problem = "no text content"
+    if structured is None:
+        problem = problem or "no structuredContent"
+    elif not problem and parsed != structured:
+        problem = "the JSON text content differs from structuredContent"
+    document = structured if structured is not None else parsed
+    return Answer(exchange, document, result.get("isError") is True, problem)
+
+
+def gate_refused(outcome: CallOutcome) -> bool:
+    """Refused by the describe-before-call gate."""
+    return outcome.kind == "refused" and outcome.code == TOOL_DESCRIPTION_REQUIRED
+
+
+def skip_profile(rec: Recorder, profile: str, reason: str) -> ProfileRun:
+    rec.skip_scenario(profile, reason)
+    return ProfileRun(profile, False, reason)
