@@ -76,7 +76,8 @@ async def catalog_profile(ctx: ProfileContext) -> ProfileRun:
         await _search_results(ctx, catalog, probe)
         await _search_abstains(ctx, catalog)
         await _search_filters(ctx, catalog, probe)
-    names = catalog.names or [n for n in disc.names]
+    names = catalog.names or list(disc.names)
+    ctx.browsed = catalog.names
     safe, why = await ctx.safe_calls(names) if names else ([], "browse_tools named no tools (see catalog/browse)")
     if not safe:
         for check in ("call-gated", "call-validates", "call-unknown"):

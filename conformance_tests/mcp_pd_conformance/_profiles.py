@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -59,6 +59,7 @@ class ProfileContext:
     call_tool: str | None
     call_args: dict[str, Any] | None
     say: Callable[[str], None]
+    browsed: list[str] = field(default_factory=list)  # the catalog's names, when the catalog profile browsed them
 
     async def open(self, count: int) -> list[Held]:
         """`count` fresh sessions, opened at once (over stdio each is a server process to start); ConnectFailure."""
@@ -97,9 +98,12 @@ class ProfileContext:
         return None
 
     async def known_names(self) -> list[str]:
-        """Names of tools the extension discloses: tools/list's, else the available_tools of an unknown-name read."""
+        """Names of tools the extension discloses: tools/list's, else those the catalog profile browsed, else the
+        available_tools of an unknown-name read (often only the first few of a large catalog)."""
         if self.disc.names or self.disc.base is None:
             return list(self.disc.names)
+        if self.browsed:
+            return list(self.browsed)
         exchange = await self.read(self.scout, selection_uri(self.disc.base, UNKNOWN_TOOL))
         entry = (_read_body(exchange).mapping or {}).get(UNKNOWN_TOOL)
         available = entry.get("available_tools") if isinstance(entry, dict) else None
@@ -114,6 +118,8 @@ class ProfileContext:
         disc = self.disc
         if self.call_tool is not None and self.call_tool not in names:
             return [], f"--call-tool {self.call_tool} is not among the tools this profile found"
+        if disc.base is None and not any(isinstance(t.get("annotations"), dict) for t in disc.tools):
+            return [], "no tool_descriptions resource to learn which tools are read-only from; pass --call-tool NAME"
         await learn_definitions(self.scout, disc, names=names)
         listed = {t["name"]: t.get("annotations") for t in disc.tools}
         found: list[SafeCall] = []

@@ -220,12 +220,14 @@ async def _run(
         profile_mode: Mode = "legacy" if "legacy" in options.eras else "auto"
         context = ProfileContext(pool, target, profile_mode, rec, disc, peer, options.call_tool, options.call_args, say)
         try:
-            for name, profile in (("tool-fallback", tool_fallback_profile), ("catalog", catalog_profile)):
+            # Catalog first: the names it browses give tool-fallback more tools to choose a safe one from.
+            for name, profile in (("catalog", catalog_profile), ("tool-fallback", tool_fallback_profile)):
                 if name in profiles:
                     say(f"profile {name}")
                     report.profiles.append(await profile(context))
         finally:
             await first.close()
+        report.profiles.sort(key=lambda run: list(PROFILES).index(run.name))
 
 
 def _judge_pagination(rec: Recorder, peer: Peer) -> None:
