@@ -39,3 +39,13 @@ def test_conformance_over_http(tmp_path: Path, npm: dict[str, Path], mark: str) 
         done = _check(["--url", url], params.env)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "VERDICT: PASS" in done.stdout
+
+
+def test_catalog_mode_passes_both_profiles_over_http(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
+    args = ("--config", str(_config(tmp_path, npm, mark)), "--mode", "catalog", "--transport", "http", "--port")
+    params = gateway_params(*args)
+    with http_command([params.command, *params.args]) as url:
+        done = _check(["--url", url, "--profile", "catalog,tool-fallback", "--strict"], params.env)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "Profiles: tool-fallback (ran), catalog (ran)" in done.stdout
+    assert "VERDICT: PASS" in done.stdout
