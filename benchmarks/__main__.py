@@ -48,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {
         "quick": args.quick,
         "benchmarks": runs,
+        "started_unix": round(started, 1),
         "total_seconds": total,
         "load_average_before": load_before,
         "load_average_after": loadavg(),

@@ -525,6 +525,25 @@ def render(data: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _apart(data: dict[str, dict[str, Any]]) -> str:
+    """Which results did not come from the recorded full run (run on their own later, or not part of it)."""
+    run = data.get("run", {})
+    runs = run.get("benchmarks", {})
+    start, seconds = run.get("started_unix", 0.0), run.get("total_seconds", 0.0)
+    apart = [
+        name
+        for name, result in data.items()
+        if name != "run"
+        and result.get("goals")
+        and (
+            name not in runs
+            or runs[name].get("exit_code") != 0
+            or not start <= result.get("started_unix", 0.0) <= start + seconds
+        )
+    ]
+    return f", and {', '.join(sorted(apart))} run on their own (`python -m benchmarks.<name>`)" if apart else ""
+
+
 def summary(data: dict[str, dict[str, Any]]) -> str:
     """The top-level README's block: every goal in one short table, and the plot."""
     rows = [[g["figure"], g["target"], g["shown"], g["verdict"]] for g in _goals(data)]
@@ -532,7 +551,7 @@ def summary(data: dict[str, dict[str, Any]]) -> str:
     run = data.get("run", {})
     took = f" ({run['total_seconds'] / 60:.1f} minutes)" if isinstance(run.get("total_seconds"), (int, float)) else ""
     lines = [
-        f"{met} of {len(rows)} goals met, one `python -m benchmarks` run{took} on a 2-core machine "
+        f"{met} of {len(rows)} goals met on a 2-core machine: one `python -m benchmarks` run{took}{_apart(data)} "
         "(every speed figure is a ratio against a baseline measured in the same run; tables and method in "
         "[benchmarks/README.md](benchmarks/README.md)).",
         "",
