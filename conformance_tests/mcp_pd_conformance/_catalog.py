@@ -162,18 +162,14 @@ async def _browse(ctx: ProfileContext) -> _Catalog:
 
 
 def _judge_browse(ctx: ProfileContext, found: _Catalog, pages: int = 0) -> None:
-    check = _id("browse")
-    if found.problems:
-        ctx.rec.fail(
-            check,
-            "; ".join(text for text, _ in found.problems[:3]),
-            expected='{"categories": [{"name", "count", "description"}]}, and per category {"tools": [{"name", '
-            '"description"}], "nextCursor"?} pages holding exactly count tools',
-            exchange=found.problems[0][1],
-        )
-    else:
-        sizes = ", ".join(f"{c} ({len(n)})" for c, n in list(found.members.items())[:6])
-        ctx.rec.ok(check, f"{len(found.members)} categories, {len(found.names)} tools in {pages} pages: {sizes}")
+    sizes = ", ".join(f"{c} ({len(n)})" for c, n in list(found.members.items())[:6])
+    ctx.rec.judge(
+        _id("browse"),
+        found.problems,
+        ok=f"{len(found.members)} categories, {len(found.names)} tools in {pages} pages: {sizes}",
+        expected='{"categories": [{"name", "count", "description"}]}, and per category {"tools": [{"name", '
+        '"description"}], "nextCursor"?} pages holding exactly count tools',
+    )
 
 
 def _fixed_list(ctx: ProfileContext, listed: list[str], describe: str, catalog: _Catalog) -> None:
@@ -243,17 +239,13 @@ async def _search_results(ctx: ProfileContext, catalog: _Catalog, probe: str) ->
     limited = _results(one, "limit 1", catalog, problems, compact=True)
     if len(limited) > 1:
         problems.append((f"limit 1 answered {len(limited)} results", one.exchange))
-    check = _id("search-results")
-    if problems:
-        ctx.rec.fail(
-            check,
-            "; ".join(text for text, _ in problems[:3]),
-            expected='{"results": [{"name", "category", "description"}], "total": N} (structuredContent and its JSON '
-            "text), at most limit results, no schemas",
-            exchange=problems[0][1],
-        )
-    else:
-        ctx.rec.ok(check, f"{probe}'s own description found it among {len(names)} compact results (total {total})")
+    ctx.rec.judge(
+        _id("search-results"),
+        problems,
+        ok=f"{probe}'s own description found it among {len(names)} compact results (total {total})",
+        expected='{"results": [{"name", "category", "description"}], "total": N} (structuredContent and its JSON '
+        "text), at most limit results, no schemas",
+    )
 
 
 async def _search_abstains(ctx: ProfileContext, catalog: _Catalog) -> None:
@@ -268,16 +260,12 @@ async def _search_abstains(ctx: ProfileContext, catalog: _Catalog) -> None:
             problems.append(('no "abstained": true', got.exchange))
         if not isinstance(hint, str) or not any(c and c in hint for c in catalog.members):
             problems.append((f"the hint {short(hint, 120)!r} names no category to browse", got.exchange))
-    check = _id("search-abstains")
-    if problems:
-        ctx.rec.fail(
-            check,
-            "; ".join(text for text, _ in problems[:3]),
-            expected='{"results": [], "total": 0, "abstained": true, "hint": "... browse a category: <categories>"}',
-            exchange=problems[0][1],
-        )
-    else:
-        ctx.rec.ok(check, f"{NONSENSE!r}: no results, abstained, hint {short(hint, 100)!r}")
+    ctx.rec.judge(
+        _id("search-abstains"),
+        problems,
+        ok=f"{NONSENSE!r}: no results, abstained, hint {short(hint, 100)!r}",
+        expected='{"results": [], "total": 0, "abstained": true, "hint": "... browse a category: <categories>"}',
+    )
 
 
 async def _search_filters(ctx: ProfileContext, catalog: _Catalog, probe: str) -> None:
@@ -306,17 +294,13 @@ async def _search_filters(ctx: ProfileContext, catalog: _Catalog, probe: str) ->
     if not wrong.is_error or not any(f'"{c}"' in text for c in catalog.members if c):
         problems.append((f"an unknown category: {short(wrong.document, 160)}", wrong.exchange))
     checked.append("an unknown category")
-    check = _id("search-filters")
-    if problems:
-        ctx.rec.fail(
-            check,
-            "; ".join(t for t, _ in problems[:3]),
-            expected="results of that category only; like: other tools similar to it; an unknown category: an "
-            "isError answer naming the valid categories",
-            exchange=problems[0][1],
-        )
-    else:
-        ctx.rec.ok(check, f"{', '.join(checked)} answered as asked")
+    ctx.rec.judge(
+        _id("search-filters"),
+        problems,
+        ok=f"{', '.join(checked)} answered as asked",
+        expected="results of that category only; like: other tools similar to it; an unknown category: an "
+        "isError answer naming the valid categories",
+    )
 
 
 # -- call_tool -----------------------------------------------------------------------------------------------
@@ -340,16 +324,12 @@ async def _call_gated(ctx: ProfileContext, p: Peer, q: Peer, describe: str, t: S
     await expect(p, f"{t.name} by name after {describe}", False, t.name, t.arguments)
     await expect(q, f"call_tool {t.name} in another session", True, CALL, via_call)
     await expect(q, f"{t.name} by name in another session", True, t.name, t.arguments)
-    check = _id("call-gated")
-    if problems:
-        ctx.rec.fail(
-            check,
-            "; ".join(text for text, _ in problems[:3]),
-            expected=f"TOOL_DESCRIPTION_REQUIRED until this session described {t.name}, then both ways run",
-            exchange=problems[0][1],
-        )
-    else:
-        ctx.rec.ok(check, f"{t.name} via call_tool and by name: refused before {describe}, ran after; not elsewhere")
+    ctx.rec.judge(
+        _id("call-gated"),
+        problems,
+        ok=f"{t.name} via call_tool and by name: refused before {describe}, ran after; not elsewhere",
+        expected=f"TOOL_DESCRIPTION_REQUIRED until this session described {t.name}, then both ways run",
+    )
 
 
 def _gate(exchange: Exchange) -> bool:

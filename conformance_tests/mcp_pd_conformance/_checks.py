@@ -571,24 +571,20 @@ def _judge_bodies(rec: Recorder, disc: Discovery, reads: list[tuple[list[str], E
             if check != "no-preamble" or not preamble_problems:
                 rec.skip(f"resource-read/{check}", reason)
         rec.skip("resource-read/version-info", reason)
-    if selection_problems:
-        rec.fail(
-            "resource-read/only-requested",
-            "; ".join(p for p, _ in selection_problems),
-            expected="exactly the requested tools",
-            exchange=selection_problems[0][1],
-        )
-    else:
-        rec.ok("resource-read/only-requested", f"{len(reads)} reads returned exactly the requested tools")
-    if preamble_problems:
-        rec.fail(
-            "resource-read/no-preamble",
-            "; ".join(p for p, _ in preamble_problems),
-            expected="every top-level key is a requested tool name, and nothing precedes the JSON",
-            exchange=preamble_problems[0][1],
-        )
-    else:
-        rec.ok("resource-read/no-preamble", "every top-level key is a requested tool name")
+    rec.judge(
+        "resource-read/only-requested",
+        selection_problems,
+        ok=f"{len(reads)} reads returned exactly the requested tools",
+        expected="exactly the requested tools",
+        shown=None,
+    )
+    rec.judge(
+        "resource-read/no-preamble",
+        preamble_problems,
+        ok="every top-level key is a requested tool name",
+        expected="every top-level key is a requested tool name, and nothing precedes the JSON",
+        shown=None,
+    )
     _judge_entries(rec, entries)
 
 
@@ -636,10 +632,7 @@ def _judge_entries(rec: Recorder, entries: dict[str, tuple[Any, Exchange, Body]]
     served = ", ".join(entries)
 
     def judge(check_id: str, problems: list[tuple[str, Exchange]], ok: str, fail: str, expected: str) -> None:
-        if problems:
-            rec.fail(check_id, fail + "; ".join(p for p, _ in problems[:4]), expected=expected, exchange=problems[0][1])
-        else:
-            rec.ok(check_id, ok)
+        rec.judge(check_id, problems, ok=ok, expected=expected, prefix=fail, shown=4)
 
     judge(
         "resource-read/full-entry",
@@ -819,13 +812,10 @@ async def _blank_selection(peer: Peer, rec: Recorder, base: str) -> None:
         if document is None or document.get("code") != MISSING_TOOL_SELECTION:
             got = f"refused with {document.get('code')}" if document else short(exchange.received, 120)
             problems.append((f"{query}: {got}", exchange))
-    if problems:
-        rec.fail(
-            "missing-selection/blank-selection",
-            "selections naming no tool were not refused as MISSING_TOOL_SELECTION: "
-            + "; ".join(p for p, _ in problems[:3]),
-            expected="MISSING_TOOL_SELECTION for blank names, commas only, a bare 'tools' or only other parameters",
-            exchange=problems[0][1],
-        )
-    else:
-        rec.ok("missing-selection/blank-selection", "5 selections naming no tool got MISSING_TOOL_SELECTION")
+    rec.judge(
+        "missing-selection/blank-selection",
+        problems,
+        ok="5 selections naming no tool got MISSING_TOOL_SELECTION",
+        expected="MISSING_TOOL_SELECTION for blank names, commas only, a bare 'tools' or only other parameters",
+        prefix="selections naming no tool were not refused as MISSING_TOOL_SELECTION: ",
+    )

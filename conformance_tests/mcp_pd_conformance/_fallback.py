@@ -274,17 +274,14 @@ async def _same_errors(p: _P) -> None:
             problems.append((f"{label}: {_what(mine)}, not {MISSING_TOOL_SELECTION}", got.exchange))
         elif mine != resource:
             problems.append((f"{label}: the resource {_what(resource)}, the describe tool {_what(mine)}", got.exchange))
-    check = _id("same-errors")
-    if problems:
-        p.ctx.rec.fail(
-            check,
-            "; ".join(text for text, _ in problems),
-            expected=f'{{"tools": []}} refused with {MISSING_TOOL_SELECTION}; every selection answered with the '
-            "resource's own document (error documents as isError tool results)",
-            exchange=problems[0][1],
-        )
-    else:
-        p.ctx.rec.ok(check, f"{', '.join(label for label, _ in cases)}: the same answers as the resource's")
+    p.ctx.rec.judge(
+        _id("same-errors"),
+        problems,
+        ok=f"{', '.join(label for label, _ in cases)}: the same answers as the resource's",
+        expected=f'{{"tools": []}} refused with {MISSING_TOOL_SELECTION}; every selection answered with the '
+        "resource's own document (error documents as isError tool results)",
+        shown=None,
+    )
 
 
 def _what(outcome: tuple[str, Any]) -> str:

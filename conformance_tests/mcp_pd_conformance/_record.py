@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ._model import CheckResult, Status
 from ._probe import Exchange
 from ._spec import CHECKS, CHECKS_BY_ID, Severity
@@ -61,6 +63,25 @@ class Recorder:
         severity = CHECKS_BY_ID[check_id].severity
         status = {Severity.MUST: Status.FAILURE, Severity.SHOULD: Status.WARNING}.get(severity, Status.INFO)
         self._add(check_id, status, message, era, exchange, expected)
+
+    def judge(
+        self,
+        check_id: str,
+        problems: Sequence[tuple[str, Exchange]],
+        *,
+        ok: str,
+        expected: str,
+        prefix: str = "",
+        shown: int | None = 3,
+        era: str | None = None,
+    ) -> None:
+        """SUCCESS with `ok` when there are no problems; else `fail` naming the first `shown` problems (all if None)
+        after `prefix`, with the first problem's exchange as the evidence."""
+        if not problems:
+            self.ok(check_id, ok, era=era)
+            return
+        text = prefix + "; ".join(what for what, _ in problems[:shown])
+        self.fail(check_id, text, expected=expected, era=era, exchange=problems[0][1])
 
     def warn(
         self,

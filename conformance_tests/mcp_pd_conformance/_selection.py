@@ -124,17 +124,14 @@ async def _encodings(peer: Peer, rec: Recorder, base: str, names: list[str]) -> 
         got, problem = _keys(exchange)
         if got is None or not all(served_as_tool(got, n) for n in wanted) or _error_entries(got):
             problems.append((f"{what} ({query}): {problem or f'keys {short(list(got or {}), 80)}'}", exchange))
-    if problems:
-        rec.fail(
-            "resource-read/encoded-selection",
-            f"{len(problems)} of {len(cases)} encodings did not select the same tools: "
-            + "; ".join(p for p, _ in problems[:3]),
-            expected="percent-decoding before splitting, trimmed names, merged tools= parameters, no duplicates "
-            "(interpretation I-3)",
-            exchange=problems[0][1],
-        )
-    else:
-        rec.ok("resource-read/encoded-selection", f"{len(cases)} encodings of one selection served the same tools")
+    rec.judge(
+        "resource-read/encoded-selection",
+        problems,
+        ok=f"{len(cases)} encodings of one selection served the same tools",
+        expected="percent-decoding before splitting, trimmed names, merged tools= parameters, no duplicates "
+        "(interpretation I-3)",
+        prefix=f"{len(problems)} of {len(cases)} encodings did not select the same tools: ",
+    )
 
 
 async def _other_parameters(peer: Peer, rec: Recorder, base: str, name: str) -> None:
@@ -144,12 +141,11 @@ async def _other_parameters(peer: Peer, rec: Recorder, base: str, name: str) -> 
         got, problem = _keys(exchange)
         if got is None or not served_as_tool(got, name) or _error_entries(got):
             problems.append((f"{query}: {problem or f'keys {short(list(got or {}), 80)}'}", exchange))
-    if problems:
-        rec.fail(
-            "resource-read/other-parameters",
-            "another query parameter changed the answer: " + "; ".join(p for p, _ in problems),
-            expected=f"exactly {name!r}: parameters other than tools are ignored (interpretation I-3)",
-            exchange=problems[0][1],
-        )
-    else:
-        rec.ok("resource-read/other-parameters", "parameters beside tools= were ignored")
+    rec.judge(
+        "resource-read/other-parameters",
+        problems,
+        ok="parameters beside tools= were ignored",
+        expected=f"exactly {name!r}: parameters other than tools are ignored (interpretation I-3)",
+        prefix="another query parameter changed the answer: ",
+        shown=None,
+    )

@@ -235,17 +235,15 @@ async def _era_listings(peer: Peer, rec: Recorder, disc: Discovery, era: str) ->
         problems.append(("resources/list failed", res_ex))
     elif not any(base_uri(str(r.get("uri") or "")) == disc.base for r in resources):
         problems.append((f"{disc.base} is missing from resources/list", res_ex))
-    if problems:
-        rec.fail(
-            "authorization/era-listings",
-            f"in protocol {peer.protocol_version}: " + "; ".join(p for p, _ in problems),
-            expected="the same tools/list and resources/list in every protocol version",
-            exchange=problems[0][1],
-            era=era,
-        )
-    else:
-        summary = f"protocol {peer.protocol_version}: {len(tools)} tools, {len(resources)} resources"
-        rec.ok("authorization/era-listings", summary, era=era)
+    rec.judge(
+        "authorization/era-listings",
+        problems,
+        ok=f"protocol {peer.protocol_version}: {len(tools)} tools, {len(resources)} resources",
+        expected="the same tools/list and resources/list in every protocol version",
+        prefix=f"in protocol {peer.protocol_version}: ",
+        shown=None,
+        era=era,
+    )
 
 
 def _judge_refusal_document(
