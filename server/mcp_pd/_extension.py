@@ -46,7 +46,7 @@ from ._sessions import SessionKeyHook, SessionlessPolicy, SessionPolicy, Session
 from ._store import Catalog, DescriptionStore, ListedTool
 from ._uri import SelectionError, is_descriptions_uri, parse_selection, select_names
 
-__all__ = ["DESCRIBE_TOOL", "EXTENSION_ID", "Mode", "ProgressiveDisclosure"]
+__all__ = ["DESCRIBE_TOOL", "EXTENSION_ID", "Mode", "ProgressiveDisclosure", "tool_result"]
 
 logger = logging.getLogger("mcp_pd")
 
@@ -108,8 +108,8 @@ def _split_page(result: HandlerResult) -> tuple[dict[str, Any], list[Any]]:
     return page, tools if isinstance(tools, list) else []
 
 
-def _tool_result(document: dict[str, Any], *, error: bool) -> types.CallToolResult:
-    """A tool result carrying `document` as structured content and as JSON text (I-1)."""
+def tool_result(document: dict[str, Any], *, error: bool) -> types.CallToolResult:
+    """A tool result carrying `document` as structured content and as JSON text (I-1); the gateway's too."""
     text = json.dumps(document, ensure_ascii=False)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], structured_content=document, is_error=error
@@ -501,12 +501,29 @@ class ProgressiveDisclosure:
         if self.mode == "eager":
             # The escape hatch: nothing is enforced, but what the permission hook hides stays unknown.
             if not self.disclosure.visible(caller, params.name):
-                return _tool_result(await self.disclosure.not_found_call(caller, params.name), error=True)
+                return tool_result(await self.disclosure.not_found_call(caller, params.name), error=True)
             return await handler(ctx, params)
+        return await self._gated_call(ctx, caller, params)
+
+    async def _gated_call(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        caller: Caller,
+        params: types.CallToolRequestParams,
+        *,
+        check_arguments: bool = False,
+    ) -> Any:
+        """One real tool, called by name or through call_tool: describe-before-call (and, for call_tool, the
+        argument check), then the server's own handler."""
         await self._ensure(ctx, [params.name])
         refusal = await self.disclosure.gate(caller, params.name, lambda: self._session_required(ctx, params.name))
+        if refusal is None and check_arguments:
+            assert self.metatools is not None
+            refusal = self.metatools.check_arguments(params.name, params.arguments or {})
         if refusal is not None:
-            return _tool_result(refusal, error=True)
+            return tool_result(refusal, error=True)
+        handler = self._original["tools/call"]
+        assert handler is not None
         return await handler(ctx, params)
 
     async def _meta_call(
@@ -518,27 +535,20 @@ class ProgressiveDisclosure:
         if params.name == CALL_TOOL:
             unwrapped = self.metatools.unwrap(arguments)
             if isinstance(unwrapped, dict):
-                return _tool_result(unwrapped, error=True)
+                return tool_result(unwrapped, error=True)
             name, inner = unwrapped
             if name == self.describe_tool:
                 return await self._describe_call(ctx, caller, inner)
             if name in META_TOOLS:
                 return await self._meta_call(ctx, caller, params.model_copy(update={"name": name, "arguments": inner}))
-            await self._ensure(ctx, [name])
-            refusal = await self.disclosure.gate(caller, name, lambda: self._session_required(ctx, name))
-            if refusal is None:
-                refusal = self.metatools.check_arguments(name, inner)
-            if refusal is not None:
-                return _tool_result(refusal, error=True)
-            handler = self._original["tools/call"]
-            assert handler is not None
-            return await handler(ctx, params.model_copy(update={"name": name, "arguments": inner}))
+            inner_params = params.model_copy(update={"name": name, "arguments": inner})
+            return await self._gated_call(ctx, caller, inner_params, check_arguments=True)
         await self._ensure(ctx, [])
         if params.name == SEARCH_TOOL:
             document, error = await self.metatools.search(caller, arguments)
         else:
             document, error = await self.metatools.browse(caller, arguments)
-        return _tool_result(document, error=error)
+        return tool_result(document, error=error)
 
     def _session_required(self, ctx: ServerRequestContext[Any, Any], name: str) -> dict[str, Any]:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -639,9 +649,9 @@ class ProgressiveDisclosure:
         try:
             described = await self._describe(ctx, caller, select)
         except Refused as refused:
-            return _tool_result(refused.document(), error=True)
+            return tool_result(refused.document(), error=True)
         document = described.document()
-        result = _tool_result(document, error=False)
+        result = tool_result(document, error=False)
         # The JSON text is the resource's own, byte for byte, assembled from the cached definitions.
         result.content = [types.TextContent(type="text", text=described.text())]
         result.meta = {EXTENSION_ID: {"versions": described.versions}}

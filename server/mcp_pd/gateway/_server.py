@@ -6,7 +6,6 @@ constructs it): describe-before-call is enforced here, per client session, while
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.dispatcher import ProgressFnT
 
-from mcp_pd._extension import DESCRIBE_TOOL, ProgressiveDisclosure
+from mcp_pd._extension import DESCRIBE_TOOL, ProgressiveDisclosure, tool_result
 from mcp_pd._metatools import META_TOOLS
 from mcp_pd._store import CATEGORY_META
 
@@ -39,14 +38,6 @@ class CachedServer:
 
     tools: tuple[types.Tool, ...]
     instructions: str | None = None
-
-
-def _error_result(document: dict[str, Any]) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(document, ensure_ascii=False))],
-        structured_content=document,
-        is_error=True,
-    )
 
 
 def _forwarded_meta(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -153,9 +144,8 @@ class Gateway:
     ) -> types.CallToolResult:
         route = self.routes.get(params.name)
         if route is None:
-            return _error_result(
-                {"error": {"code": "TOOL_NOT_FOUND", "message": f"Tool '{params.name}' is not served by any upstream."}}
-            )
+            message = f"Tool '{params.name}' is not served by any upstream."
+            return tool_result({"error": {"code": "TOOL_NOT_FOUND", "message": message}}, error=True)
         upstream = self.pool[route.server]
         try:
             return await upstream.call(
@@ -175,7 +165,7 @@ class Gateway:
             }
             if exc.retry_in is not None:
                 error["retry_after_seconds"] = round(exc.retry_in, 1)
-            return _error_result({"error": error})
+            return tool_result({"error": error}, error=True)
 
 
 def build_gateway(
