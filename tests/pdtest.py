@@ -31,7 +31,8 @@ def free_port() -> int:
 
 def serve_params(*args: str) -> StdioServerParameters:
     """`mcp-pd serve` as a stdio subprocess, run with this interpreter."""
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH", "SYSTEMROOT")}
+    passed = ("PATH", "HOME", "LANG", "PYTHONPATH", "SYSTEMROOT", "MCP_PD_CACHE_DIR")
+    env = {k: v for k, v in os.environ.items() if k in passed}
     return StdioServerParameters(command=sys.executable, args=["-m", "mcp_pd", "serve", *args], env=env)
 
 

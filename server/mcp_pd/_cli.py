@@ -61,6 +61,7 @@ def _serve_parser(sub: Any) -> None:
         action="store_true",
         help="catalog mode: search without the embedding model even when the semantic extra is installed",
     )
+    _cache_flags(p)
     p.add_argument(
         "--no-describe-tool",
         action="store_true",
@@ -85,6 +86,62 @@ def _serve_parser(sub: Any) -> None:
     )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     _http_limit_flags(p)
+
+
+def _cache_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cache",
+        type=Path,
+        metavar="DIR",
+        help="catalog mode: keep the search vectors in DIR, shared by every process that serves these tools, so a "
+        "new process ranks with vectors from its first search (default: the user's cache directory, "
+        "$MCP_PD_CACHE_DIR or ~/.cache/mcp-pd)",
+    )
+    p.add_argument(
+        "--no-cache", action="store_true", help="catalog mode: keep search vectors in memory only (embed per process)"
+    )
+
+
+def _vector_cache(args: argparse.Namespace, command: str) -> Path | str | None:
+    if args.no_cache and args.cache is not None:
+        raise SystemExit(f"mcp-pd {command}: --cache and --no-cache contradict each other")
+    return None if args.no_cache else (args.cache or "default")
+
+
+def _index_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "index",
+        help="embed a definitions directory's tools into the vector cache, so catalog-mode servers start with them",
+        description="Embed every tool of DIR (as `mcp-pd serve --simulate --descriptions DIR --mode catalog` serves "
+        "them) into the vector cache. Servers and gateways started later in catalog mode over the same "
+        "definitions rank with vectors from their first search. Needs the semantic extra.",
+    )
+    p.add_argument("descriptions", type=Path, metavar="DIR", help="directory of <tool>.json definitions")
+    _cache_flags(p)
+
+
+def _index(args: argparse.Namespace) -> int:
+    from .reference import serve_simulation
+
+    if args.no_cache:
+        raise SystemExit("mcp-pd index: --no-cache leaves nothing to do (index writes the vector cache)")
+    if not args.descriptions.is_dir():
+        raise SystemExit(f"mcp-pd index: {args.descriptions} is not a directory")
+    _, pd = serve_simulation(args.descriptions, mode="catalog", watch=False, vector_cache=_vector_cache(args, "index"))
+    for problem in pd.store.problems:
+        print(f"mcp-pd: problem: {problem}", file=sys.stderr)
+    assert pd.metatools is not None  # catalog mode
+    index = pd.metatools.index
+    try:
+        tools, embedded = anyio.run(index.embed_all)
+    except RuntimeError as exc:
+        raise SystemExit(f"mcp-pd index: {exc}") from None
+    store = index.store
+    assert store is not None
+    if not store.available:
+        raise SystemExit(f"mcp-pd index: the vector cache is unusable: {store!r}")
+    print(f"mcp-pd: {tools} tools: {embedded} embedded, {tools - embedded} already cached, in {store.path}")
+    return 0
 
 
 def _count(text: str) -> int:
@@ -239,6 +296,9 @@ def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
     if args.mode == "catalog":
         options["pinned"] = args.pin
         options["semantic"] = "off" if args.lexical else "auto"
+        options["vector_cache"] = _vector_cache(args, "serve")
+    elif args.cache is not None or args.no_cache:
+        raise SystemExit("mcp-pd serve: --cache and --no-cache apply to --mode catalog only")
     if args.session_idle_timeout:
         # Grants kept without a transport session (the sessionless policy) expire on the same clock.
         options["session_idle_timeout"] = args.session_idle_timeout
@@ -357,13 +417,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in ("proxy", "export"):
         return _delegate("mcp_pd.gateway", argv)
     parser = argparse.ArgumentParser(prog="mcp-pd", description="MCP Progressive Disclosure (spec v2.1) toolkit")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{serve,check,demo,proxy,export}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{serve,check,demo,proxy,export,index}")
     _serve_parser(sub)
+    _index_parser(sub)
     sub.add_parser("check", help="run the conformance suite against a server (mcp-pd check --help)")
     sub.add_parser("demo", help="run the reference agent demo (mcp-pd demo --help)")
     sub.add_parser("proxy", help="serve existing MCP servers through the gateway (mcp-pd proxy --help)")
     sub.add_parser("export", help="write the definitions of existing MCP servers to files (mcp-pd export --help)")
     args = parser.parse_args(argv)
+    if args.command == "index":
+        # Definition problems are printed once by _index; the cache's own warnings still show.
+        logging.basicConfig(stream=sys.stderr, level="WARNING", format="%(levelname)s %(name)s: %(message)s")
+        logging.getLogger("mcp_pd.store").setLevel(logging.ERROR)
+        logging.getLogger("mcp_pd").setLevel(logging.ERROR)
+        logging.getLogger("mcp_pd.search").setLevel(logging.WARNING)
+        return _index(args)
     return _serve(args)
 
 

@@ -45,6 +45,7 @@ from ._policy import Caller, FetchLimiter, FetchRateLimiter, RateLimit, ToolPerm
 from ._sessions import SessionKeyHook, SessionlessPolicy, SessionPolicy, SessionResolver, client_address, is_http
 from ._store import Catalog, DescriptionStore, ListedTool
 from ._uri import SelectionError, is_descriptions_uri, parse_selection, select_names
+from ._vector_store import VectorStore
 
 __all__ = ["DESCRIBE_TOOL", "EXTENSION_ID", "Mode", "ProgressiveDisclosure", "tool_result"]
 
@@ -143,7 +144,8 @@ class ProgressiveDisclosure:
     a tool without a file is described from its registered schema. `mode`: "progressive" (spec v2.1, the
     default), "eager" (full definitions listed, nothing enforced: the baseline and the escape hatch) or
     "catalog" (a fixed tools/list of search_tools, browse_tools, describe_tools and call_tool, plus the `pinned`
-    tools; `semantic` picks the search model: "auto", "off" or an Embedder). `describe_tool`: also serve the
+    tools; `semantic` picks the search model: "auto", "off" or an Embedder; `vector_cache`: where its vectors are kept
+    across processes, "default" for the user's cache directory, None for memory only). `describe_tool`: also serve the
     `describe_tools` tool, for hosts whose model
     cannot read resources (interpretations I-13). `permission`: the primary authorization hook. `fetch_rate`:
     per-session limit on reads (None: unlimited); `rate_limiter` replaces the in-process one (e.g. Redis, shared by
@@ -175,6 +177,7 @@ class ProgressiveDisclosure:
         page_size: int = 1000,
         pinned: Sequence[str] = (),
         semantic: Semantic = "auto",
+        vector_cache: str | Path | None = "default",
         rate_limiter: FetchLimiter | None = None,
         principal_keys: bool = True,
         redis: str | None = None,
@@ -217,7 +220,10 @@ class ProgressiveDisclosure:
         )
         self.metatools: MetaTools | None = None
         if mode == "catalog":
-            index = CatalogIndex(self.catalog, semantic=semantic, exclude=self.disclosure.own_tools.__contains__)
+            store = VectorStore.resolve(vector_cache) if semantic != "off" else None
+            index = CatalogIndex(
+                self.catalog, semantic=semantic, exclude=self.disclosure.own_tools.__contains__, store=store
+            )
             self.metatools = MetaTools(self.catalog, self.disclosure, index)
         self.max_tools_per_read = max_tools_per_read
         self.page_size = page_size
@@ -548,7 +554,11 @@ class ProgressiveDisclosure:
             document, error = await self.metatools.search(caller, arguments)
         else:
             document, error = await self.metatools.browse(caller, arguments)
-        return tool_result(document, error=error)
+        result = tool_result(document, error=error)
+        if params.name == SEARCH_TOOL and not error:
+            # Which ranking answered (hybrid, or lexical and why): for clients and operators, not the model.
+            result = result.model_copy(update={"meta": {EXTENSION_ID: self.metatools.index.ranking}})
+        return result
 
     def _session_required(self, ctx: ServerRequestContext[Any, Any], name: str) -> dict[str, Any]:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:

@@ -13,7 +13,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import anyio.to_thread
 
@@ -22,6 +22,7 @@ from ._store import Catalog
 
 if TYPE_CHECKING:
     from ._embeddings import Embedder
+    from ._vector_store import VectorStore
 
 __all__ = ["CatalogIndex", "Semantic"]
 
@@ -30,13 +31,25 @@ logger = logging.getLogger("mcp_pd.search")
 Semantic = Literal["auto", "off"] | Any
 """`"auto"`: use the `semantic` extra's model when it is installed; `"off"`: lexical only; or an `Embedder`."""
 
+# A first build whose vectors are on disk but for at most this many tools embeds those inline (about 30 ms each)
+# and answers its first search with vectors; with more missing it answers lexically until they are embedded.
+_INLINE_EMBED: Final = 64
+
 
 class CatalogIndex:
     """`SearchIndex` over a `Catalog`; `await ready()` returns it current with the catalog."""
 
-    def __init__(self, catalog: Catalog, *, semantic: Semantic = "auto", exclude: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        catalog: Catalog,
+        *,
+        semantic: Semantic = "auto",
+        exclude: Callable[[str], bool],
+        store: VectorStore | None = None,
+    ) -> None:
         self.catalog = catalog
         self._semantic = semantic
+        self.store = store  # vectors kept across processes (None: embedded in memory by each process)
         # Names the extension itself serves (its meta-tools) are never search results.
         self._exclude = exclude
         self._index: SearchIndex | None = None
@@ -48,6 +61,20 @@ class CatalogIndex:
     @property
     def semantic(self) -> bool:
         return self._index is not None and self._index.embedder is not None
+
+    @property
+    def ranking(self) -> dict[str, Any]:
+        """Which ranking answers now, and why (the search answer's `_meta`, logs and the operator page)."""
+        index = self._index
+        if index is not None and index.embedder is not None:
+            return {"ranking": "hybrid", "model": index.embedder.model_id}
+        if self._semantic == "off":
+            why = "semantic ranking is switched off"
+        elif self._upgrade is not None and not self._upgrade.done():
+            why = "vectors are being built; lexical until they are ready"
+        else:
+            why = "no embedding model (install the semantic extra)"
+        return {"ranking": "lexical", "why": why}
 
     async def ready(self) -> SearchIndex:
         """The index, brought up to date with the catalog first if the catalog changed (one sync at a time)."""
@@ -83,10 +110,11 @@ class CatalogIndex:
         gone = [name for name in self._versions if name not in current]
         index = self._index
         if index is None:
-            # First build: lexical at once (a second or less at 10k tools), vectors in the background. Embedding
-            # a whole catalog takes seconds to minutes; searches do not wait for it.
-            index = SearchIndex(None)
-            if self._semantic != "off":
+            # First build: with the vectors on disk (an earlier process embedded this catalog), hybrid at once;
+            # otherwise lexical at once (a second or less at 10k tools) and vectors in the background: embedding
+            # a whole catalog takes seconds to minutes, and searches do not wait for it.
+            index = await anyio.to_thread.run_sync(self._first_index, snapshot)
+            if index.embedder is None and self._semantic != "off":
                 self._upgrade = asyncio.ensure_future(self._with_vectors())
         changed = await anyio.to_thread.run_sync(functools.partial(_apply, index, snapshot, gone))
         if changed:
@@ -104,15 +132,49 @@ class CatalogIndex:
             lexical = await self.ready()
             versions = self._versions  # every sync installs a new mapping: identity says "nothing changed since"
             documents = [lexical.document(name) for name in lexical.names()]
-            hybrid = SearchIndex(embedder)
+            hybrid = SearchIndex(embedder, store=self.store)
             # A retry (the catalog changed while embedding) re-embeds only what changed.
             hybrid.seed_vectors(vectors)
             await anyio.to_thread.run_sync(hybrid.upsert, documents)
             vectors = hybrid.cached_vectors()
             if self._versions is versions and self._index is lexical:  # the vectors match the catalog
                 self._index = hybrid
-                logger.info("search index: semantic ranking on (%d tools embedded)", len(documents))
+                logger.info(
+                    "search index: semantic ranking on (%d tools: %d embedded, the rest from the vector cache)",
+                    len(documents),
+                    hybrid.embedded,
+                )
                 return
+
+    async def embed_all(self) -> tuple[int, int]:
+        """Embed every tool now into the store (`mcp-pd index`): (tools, how many had to be embedded)."""
+        embedder = await anyio.to_thread.run_sync(self._embedder)
+        if embedder is None:
+            raise RuntimeError("no embedding model: install the semantic extra (pip install 'mcp-pd[semantic]')")
+        current = await self.ready()
+        if current.embedder is not None:  # the first build found (nearly) all of them cached, and embedded the rest
+            return len(current), current.embedded
+        documents = [current.document(name) for name in current.names()]
+        hybrid = SearchIndex(embedder, store=self.store)
+        await anyio.to_thread.run_sync(hybrid.upsert, documents)
+        return len(documents), hybrid.embedded
+
+    def _first_index(self, snapshot: list[tuple[str, dict[str, Any], str]]) -> SearchIndex:
+        """The index the first sync fills: hybrid when the store holds (nearly) every vector, else lexical."""
+        if self._semantic == "off" or self.store is None:
+            return SearchIndex(None)
+        embedder = self._embedder()
+        if embedder is None:
+            return SearchIndex(None)
+        from ._vector_store import text_key
+
+        keys = [text_key(_document(full, category).embedding_text()) for _, full, category in snapshot]
+        present = self.store.present(embedder.model_id, keys)
+        if len(keys) - present > _INLINE_EMBED:
+            logger.info("search index: %d of %d vectors cached; embedding the rest meanwhile", present, len(keys))
+            return SearchIndex(None)
+        logger.info("search index: semantic ranking on from the start (%d of %d vectors cached)", present, len(keys))
+        return SearchIndex(embedder, store=self.store)
 
     def _embedder(self) -> Embedder | None:
         if self._semantic != "auto":
@@ -146,9 +208,10 @@ class CatalogIndex:
         return counts
 
 
+def _document(full: dict[str, Any], category: str) -> SearchDocument:
+    return SearchDocument.from_definition(full, category=category, version=full["version"])
+
+
 def _apply(index: SearchIndex, snapshot: list[tuple[str, dict[str, Any], str]], gone: list[str]) -> int:
     index.remove(gone)
-    return index.upsert(
-        SearchDocument.from_definition(full, category=category, version=full["version"])
-        for _, full, category in snapshot
-    )
+    return index.upsert(_document(full, category) for _, full, category in snapshot)

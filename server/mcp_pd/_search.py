@@ -41,6 +41,7 @@ from rapidfuzz.distance import DamerauLevenshtein
 
 if TYPE_CHECKING:
     from ._embeddings import Embedder
+    from ._vector_store import VectorStore
 
 __all__ = [
     "SearchConfig",
@@ -568,9 +569,17 @@ class SearchIndex:
     10 ms at 10,000 tools, so contention is short).
     """
 
-    def __init__(self, embedder: Embedder | None = None, config: SearchConfig | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        config: SearchConfig | None = None,
+        *,
+        store: VectorStore | None = None,
+    ) -> None:
         self.config = config or SearchConfig()
         self.embedder = embedder
+        # Vectors on disk by (model, text): read before embedding, written after (None: memory only).
+        self.store = store
         self._lock = threading.RLock()
         self._vocab = _vocabulary(self.config.stemming)
         self._docs: list[SearchDocument | None] = []
@@ -602,6 +611,7 @@ class SearchIndex:
             if embedder is not None:
                 raise
         self._by_category: dict[str, set[str]] = {}
+        self.embedded = 0  # texts this index had to embed (the rest came from memory or the store)
 
     # -- maintenance ------------------------------------------------------------------------------------
 
@@ -780,10 +790,26 @@ class SearchIndex:
             key = f"{model}:{d.version}"
             if key not in self._vector_cache:
                 todo.setdefault(key, d)
-        if todo:
-            vectors = self.embedder.embed([d.embedding_text() for d in todo.values()])
-            for key, row in zip(todo, vectors, strict=True):
+        if not todo:
+            return
+        texts = {key: d.embedding_text() for key, d in todo.items()}
+        if self.store is not None:
+            from ._vector_store import text_key
+
+            keys = {key: text_key(text) for key, text in texts.items()}
+            stored = self.store.load(model, keys.values())
+            for key, tkey in keys.items():
+                row = stored.get(tkey)
+                if row is not None:
+                    self._vector_cache[key] = row
+                    del texts[key]
+        if texts:
+            vectors = self.embedder.embed(list(texts.values()))
+            for key, row in zip(texts, vectors, strict=True):
                 self._vector_cache[key] = row  # one dict store each: safe beside a reader
+            if self.store is not None:
+                self.store.save(model, {keys[key]: row for key, row in zip(texts, vectors, strict=True)})
+        self.embedded += len(texts)
 
     def cached_vectors(self) -> dict[str, Any]:
         """Document version -> vector for the current model (to save, or to seed another index with)."""
@@ -1149,7 +1175,7 @@ class SearchIndex:
 
     def with_config(self, config: SearchConfig) -> SearchIndex:
         """A new index with `config` over the same documents (shares the vector cache: nothing re-embeds)."""
-        other = SearchIndex(self.embedder, config)
+        other = SearchIndex(self.embedder, config, store=self.store)
         other._vector_cache = self._vector_cache
         other.upsert(d for d in self._docs if d is not None)
         return other
