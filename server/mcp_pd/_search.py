@@ -356,6 +356,21 @@ def _analyze(text: str, stemming: bool) -> tuple[tuple[tuple[str, int], ...], tu
 # -- documents ------------------------------------------------------------------------------------------
 
 
+_CLAUSE: Final = re.compile(
+    r"[.;!?\u3002\uff1b\uff01\uff1f]\s+|,\s+|\s+(?:and then|then|and|also|after that|before|so that|including)\s+",
+    re.IGNORECASE,
+)
+
+
+def clauses(query: str, *, min_words: int = 10, most: int = 4) -> list[str]:
+    """The steps of a long task (sentences, comma- and `and`/`then`-joined parts of 2 words or more), or [] for a
+    query shorter than `min_words` words or of one step."""
+    if len(query.split()) < min_words:
+        return []
+    parts = [p.strip() for p in _CLAUSE.split(query[:_QUERY_CHARS]) if p and len(p.split()) >= 2]
+    return parts[:most] if len(parts) >= 2 else []
+
+
 def _first_sentence(text: str) -> str:
     paragraph = " ".join(text.strip().split("\n\n", 1)[0].split())
     match = re.search(r"(?<!e\.g)(?<!i\.e)(?<!etc)[.!?](\s|$)", paragraph)
@@ -468,12 +483,19 @@ class SearchConfig:
     fuzzy_names: bool = True
     semantic_weight: float = 0.5  # share of the fused score given to the cosine (hybrid only)
     cjk_unknown_importance: float = 0.3
+    # A long task ("find X, then write Y") is also embedded clause by clause: a tool's cosine is this share of its
+    # best clause's plus the rest of the whole query's (a multi-step task's one vector blurs its steps).
+    clause_weight: float = 0.5
+    # Hits whose fused scores are within this share of the best one are near-ties (SearchResult.ties).
+    tie_margin: float = 0.05
     abstain: bool = True
-    # Abstain when the best hit explains less than this share of the query (IDF-weighted words) ...
+    # Abstain when the best hit explains less than this share of the query (IDF-weighted words) and fewer than
+    # this many of its words (a long task spreads its words over several tools: a share alone abstains on it) ...
     abstain_coverage_lexical: float = 0.14
-    # ... or, with vectors, less than this share while its cosine similarity to the query is below the other.
+    abstain_words_lexical: int = 2
+    # ... or, with vectors, less than this share while no visible tool's cosine similarity reaches the other.
     abstain_coverage: float = 0.3
-    abstain_cosine: float = 0.2
+    abstain_cosine: float = 0.25
 
 
 # -- vocabulary -----------------------------------------------------------------------------------------
@@ -541,7 +563,11 @@ class SearchHit:
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    """Hits best first; `total` visible tools matched; on abstention no hits, a reason and categories to browse."""
+    """Hits best first; `total` visible tools matched; on abstention no hits, a reason and categories to browse.
+
+    `ties`: when the best hits score within `SearchConfig.tie_margin` of each other, each of them (three at most)
+    with the words of its name and one-liner that the others lack: what tells them apart.
+    """
 
     hits: list[SearchHit]
     total: int
@@ -549,6 +575,7 @@ class SearchResult:
     reason: str = ""
     browse: list[str] = field(default_factory=list)
     confidence: float = 0.0
+    ties: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -1020,6 +1047,14 @@ class SearchIndex:
             matched = matched[np.argpartition(-scores[matched], keep)[:keep]]
         return dict(zip(matched.tolist(), scores[matched].tolist(), strict=True)), total
 
+    def _answered(self, q: _Query, slot: int) -> int:
+        """How many of the query's words the index knows are answered by the tool in `slot`."""
+        return sum(
+            1
+            for importance, answer in q.groups
+            if importance[1] and any(slot in self._postings.get(t, ()) for t in answer)
+        )
+
     def _coverage(self, q: _Query, slot: int) -> float:
         total = sum(importance[0] for importance, _ in q.groups)
         if total <= 0:
@@ -1054,8 +1089,12 @@ class SearchIndex:
                 assert self.embedder is not None
                 # A model that embeds queries differently from documents (e5's "query: ") says so by embed_query.
                 embed_query = getattr(self.embedder, "embed_query", None) or self.embedder.embed
-                qv = embed_query([query])[0]
-                sims = self._cosines(qv)
+                parts = clauses(query) if c.clause_weight > 0 else []
+                vectors = embed_query([query, *parts])  # one batch: the clauses cost little more than the query
+                sims = self._cosines(vectors[0])
+                if parts:
+                    best_clause = self._np.max(self._np.stack([self._cosines(v) for v in vectors[1:]]), axis=0)
+                    sims = (1 - c.clause_weight) * sims + c.clause_weight * best_clause
                 # Candidates: the lexical matches plus the semantic top few hundred.
                 top = self._np.argpartition(-sims, min(len(sims) - 1, 200))[:200]
                 for s in (*visible.keys(), *(int(x) for x in top)):
@@ -1079,9 +1118,11 @@ class SearchIndex:
             total = max(total, len(ranked))
             top_slot = ranked[0][0]
             coverage = max(self._coverage(q, top_slot), min(1.0, name_bonus.get(top_slot, 0.0)))
-            cosine = cosines.get(top_slot, 0.0) if use_vectors else None
+            # The best cosine any visible tool reaches: a task no tool is close to in meaning is unanswerable
+            # here, whichever tool the fusion put first.
+            cosine = max(cosines.values(), default=0.0) if use_vectors else None
             if cosine is None:
-                unsure = coverage < c.abstain_coverage_lexical
+                unsure = coverage < c.abstain_coverage_lexical and self._answered(q, top_slot) < c.abstain_words_lexical
             else:
                 unsure = coverage < c.abstain_coverage and cosine < c.abstain_cosine
             if c.abstain and unsure:
@@ -1092,7 +1133,37 @@ class SearchIndex:
                 doc = self._docs[slot]
                 assert doc is not None
                 hits.append(SearchHit(doc.name, doc.category, doc.summary, round(score, 4)))
-            return SearchResult(hits, total, confidence=round(confidence, 4))
+            return SearchResult(hits, total, confidence=round(confidence, 4), ties=self._ties(ranked))
+
+    def _ties(self, ranked: Sequence[tuple[int, float]]) -> dict[str, list[str]]:
+        """For near-tied best hits: the words of each one's name and one-liner that the others lack."""
+        if len(ranked) < 2 or ranked[0][1] <= 0:
+            return {}
+        floor = ranked[0][1] * (1 - self.config.tie_margin)
+        band = [slot for slot, score in ranked[:3] if score >= floor]
+        if len(band) < 2:
+            return {}
+        words: dict[int, dict[str, str]] = {}  # slot -> term -> the word as written
+        for slot in band:
+            doc = self._docs[slot]
+            assert doc is not None
+            text = f"{doc.name.replace('_', ' ').replace('-', ' ')} {doc.summary} {doc.category}"
+            found: dict[str, str] = {}
+            for word in _RUN.findall(_HUMP.sub(" ", text)):
+                lowered = normalize(word)
+                if lowered in _STOP or len(lowered) < 3:
+                    continue
+                found.setdefault(stem(lowered) if self.config.stemming else lowered, lowered)
+            words[slot] = found
+        ties: dict[str, list[str]] = {}
+        for slot in band:
+            others = set().union(*(words[o] for o in band if o != slot))
+            own = [t for t in words[slot] if t not in others]
+            own.sort(key=lambda t: -self._idf(t))
+            doc = self._docs[slot]
+            assert doc is not None
+            ties[doc.name] = [words[slot][t] for t in own[:4]]
+        return ties
 
     def _name_matches(self, query: str, allowed: Allowed, category: str | None) -> dict[int, float]:
         """A query that looks like a tool name (one word with `_`, `-` or humps) ranks close names first."""
