@@ -283,3 +283,49 @@ def test_shipped_model_gives_unit_vectors(embedder: Any) -> None:
     assert all(abs(n - 1.0) < 1e-4 for n in norms)
     assert float(vectors[0] @ vectors[2]) > 0.999
     assert float(vectors[0] @ vectors[1]) < 0.5
+
+
+def test_a_long_task_is_split_into_its_steps_and_a_short_query_is_not() -> None:
+    from mcp_pd._search import clauses
+
+    task = (
+        "Find the latest research paper on web agents, read the full text, and then summarize its methodology "
+        "and key results."
+    )
+    steps = clauses(task)
+    assert steps[0].startswith("Find the latest research paper") and len(steps) >= 3
+    assert any("read the full text" in s for s in steps)
+    assert clauses("open a pull request for my branch") == []  # one step, short
+    assert len(clauses("a, b, c, " * 400)) <= 4  # bounded whatever is sent
+
+
+def test_near_tied_twins_are_told_apart_by_what_only_each_has(embedder: Any) -> None:
+    twin = {"description": "Create a new issue in a repository.", "inputSchema": {"type": "object"}}
+    index = SearchIndex(embedder)
+    index.upsert(
+        [
+            SearchDocument.from_definition({"name": "work_create_issue", **twin}, category="github-work-account"),
+            SearchDocument.from_definition({"name": "home_create_issue", **twin}, category="github-home-account"),
+            SearchDocument.from_definition({"name": "list_commits", "description": "List the commits of a branch."}),
+        ]
+    )
+    result = index.search("create an issue")
+    assert {h.name for h in result.hits[:2]} == {"work_create_issue", "home_create_issue"}
+    assert "work" in result.ties["work_create_issue"] and "home" in result.ties["home_create_issue"]
+    assert index.search("list the commits of the main branch").ties == {}  # a clear winner: nothing to tell apart
+
+
+def test_abstention_judges_the_best_visible_cosine_and_the_words_answered(embedder: Any) -> None:
+    index = SearchIndex(embedder)
+    index.upsert(DOCS)
+    # A long multi-step task spreads its words over several tools: the best hit explains a small share of it,
+    # yet it is answerable and must not be abstained on (lexically or with vectors).
+    task = (
+        "Look at the open pull requests in the repository, add a review comment on the newest one and then merge "
+        "it into main once the checks have passed."
+    )
+    for semantic in (False, True):
+        result = index.search(task, semantic=semantic)
+        assert not result.abstained, (semantic, result)
+    for semantic in (False, True):
+        assert index.search("translate this poem into latin", semantic=semantic).abstained

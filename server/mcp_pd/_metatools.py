@@ -147,10 +147,16 @@ class MetaTools:
         if found.abstained:
             answer["abstained"] = True
             answer["hint"] = (
-                "No tool fits this query well. Rephrase it, or browse a category: "
-                + ", ".join(c for c in found.browse if c)[:600]
+                "No tool here does that: none matches the query's words or meaning well. Tell the user, or if "
+                "you expected one, browse a category: " + ", ".join(c for c in found.browse if c)[:600]
             )
         else:
+            if found.ties:
+                # Near-ties: the model must choose between close scores, so say what tells them apart.
+                answer["near_tie"] = {
+                    "note": "these match about equally; pick by what only each one does",
+                    **{name: words for name, words in found.ties.items()},
+                }
             answer["next"] = "describe_tools with the names you will call, then call them"
         return answer, False
 

@@ -1147,10 +1147,10 @@ class SearchIndex:
         for slot in band:
             doc = self._docs[slot]
             assert doc is not None
-            text = f"{doc.name.replace('_', ' ').replace('-', ' ')} {doc.summary} {doc.category}"
+            name = _HUMP.sub(" ", doc.name).replace("_", " ").replace("-", " ")
             found: dict[str, str] = {}
-            for word in _RUN.findall(_HUMP.sub(" ", text)):
-                lowered = normalize(word)
+            for word in _RUN.findall(f"{name} {doc.summary} {doc.category.replace('-', ' ').replace('_', ' ')}"):
+                lowered = word.casefold()  # as written (normalize would split GitHub into two words)
                 if lowered in _STOP or len(lowered) < 3:
                     continue
                 found.setdefault(stem(lowered) if self.config.stemming else lowered, lowered)
@@ -1162,8 +1162,9 @@ class SearchIndex:
             own.sort(key=lambda t: -self._idf(t))
             doc = self._docs[slot]
             assert doc is not None
-            ties[doc.name] = [words[slot][t] for t in own[:4]]
-        return ties
+            if own:
+                ties[doc.name] = [words[slot][t] for t in own[:4]]
+        return ties if len(ties) >= 2 else {}
 
     def _name_matches(self, query: str, allowed: Allowed, category: str | None) -> dict[int, float]:
         """A query that looks like a tool name (one word with `_`, `-` or humps) ranks close names first."""
