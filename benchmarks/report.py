@@ -47,7 +47,7 @@ def _f(value: Any, digits: int = 1, suffix: str = "") -> str:
 
 
 def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value * 100:.1f}%"
+    return "-" if value is None else f"{value * 100:.1f}%"
 
 
 def _goals(data: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
