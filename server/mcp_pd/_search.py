@@ -481,7 +481,7 @@ class SearchConfig:
     translations: bool = True
     spelling: bool = True
     fuzzy_names: bool = True
-    semantic_weight: float = 0.5  # share of the fused score given to the cosine (hybrid only)
+    semantic_weight: float = 0.7  # share of the fused score given to the cosine (hybrid; chosen on LiveMCPBench)
     cjk_unknown_importance: float = 0.3
     # A long task ("find X, then write Y") is also embedded clause by clause: a tool's cosine is this share of its
     # best clause's plus the rest of the whole query's (a multi-step task's one vector blurs its steps).
