@@ -249,7 +249,7 @@ def latency(index: SearchIndex, queries: Sequence[str], *, semantic: bool, round
 
 def _embedder() -> Any:
     try:
-        from mcp_pd._embeddings import default_embedder
+        from mcp_pd._search.embeddings import default_embedder
 
         return default_embedder()
     except Exception as exc:  # a damaged model is a finding, not a crash of the whole run

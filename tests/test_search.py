@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_pd._embeddings import EmbeddingUnavailable, MiniLMEmbedder, default_embedder
 from mcp_pd._search import SearchConfig, SearchDocument, SearchIndex, tokenize
+from mcp_pd._search.embeddings import EmbeddingUnavailable, MiniLMEmbedder, default_embedder
 from pdtest import CATALOGS
 
 

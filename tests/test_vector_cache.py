@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 from mcp import Client
-from mcp_pd._embeddings import default_embedder
 from mcp_pd._search import SearchDocument, SearchIndex
-from mcp_pd._vector_store import VectorStore, text_key
+from mcp_pd._search.embeddings import default_embedder
+from mcp_pd._search.store import VectorStore, text_key
 from pdtest import CATALOGS, serve_params
 
 EXTENSION = "io.github.mcp-pd/progressive-disclosure"

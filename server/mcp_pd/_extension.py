@@ -42,10 +42,10 @@ from ._index import CatalogIndex, Semantic
 from ._metatools import CALL_TOOL, META_TOOLS, SEARCH_TOOL, MetaTools
 from ._model import DEFAULT_RESOURCE_URI, SESSION_REQUIRED, missing_tool_selection
 from ._policy import Caller, FetchLimiter, FetchRateLimiter, RateLimit, ToolPermission
+from ._search.store import VectorStore
 from ._sessions import SessionKeyHook, SessionlessPolicy, SessionPolicy, SessionResolver, client_address, is_http
 from ._store import Catalog, DescriptionStore, ListedTool
 from ._uri import SelectionError, is_descriptions_uri, parse_selection, select_names
-from ._vector_store import VectorStore
 
 __all__ = ["DESCRIBE_TOOL", "EXTENSION_ID", "Mode", "ProgressiveDisclosure", "tool_result"]
 

@@ -21,8 +21,8 @@ from ._search import SearchDocument, SearchHit, SearchIndex, SearchResult
 from ._store import Catalog
 
 if TYPE_CHECKING:
-    from ._embeddings import Embedder
-    from ._vector_store import VectorStore
+    from ._search.embeddings import Embedder
+    from ._search.store import VectorStore
 
 __all__ = ["CatalogIndex", "Semantic"]
 
@@ -166,7 +166,7 @@ class CatalogIndex:
         embedder = self._embedder()
         if embedder is None:
             return SearchIndex(None)
-        from ._vector_store import text_key
+        from ._search.store import text_key
 
         keys = [text_key(_document(full, category).embedding_text()) for _, full, category in snapshot]
         present = self.store.present(embedder.model_id, keys)
@@ -179,7 +179,7 @@ class CatalogIndex:
     def _embedder(self) -> Embedder | None:
         if self._semantic != "auto":
             return cast("Embedder", self._semantic)
-        from ._embeddings import default_embedder
+        from ._search.embeddings import default_embedder
 
         try:
             return default_embedder()

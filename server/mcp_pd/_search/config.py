@@ -1,0 +1,52 @@
+"""Every knob of the ranking, with the calibrated defaults (benchmarks/search.py says on what)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+__all__ = ["SearchConfig", "default_config"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    """Every knob of the ranking; the defaults are the calibrated ones (benchmarks/search.py, dev set only)."""
+
+    k1: float = 1.2
+    b: float = 0.75
+    # Field weights (term frequency multipliers).
+    name_weight: float = 4.0
+    title_weight: float = 2.0
+    summary_weight: float = 2.0
+    description_weight: float = 0.5
+    parameter_name_weight: float = 1.0
+    parameter_description_weight: float = 0.2
+    example_weight: float = 1.0
+    category_weight: float = 0.5
+    fields: bool = True  # False: one bag of words (name counted twice), the classic tool BM25
+    stemming: bool = True
+    synonyms: bool = True
+    synonym_weight: float = 0.4
+    translations: bool = True
+    spelling: bool = True
+    fuzzy_names: bool = True
+    semantic_weight: float = 0.7  # share of the fused score given to the cosine (hybrid; chosen on LiveMCPBench)
+    cjk_unknown_importance: float = 0.3
+    # A long task ("find X, then write Y") is also embedded clause by clause: a tool's cosine is this share of its
+    # best clause's plus the rest of the whole query's (a multi-step task's one vector blurs its steps).
+    clause_weight: float = 0.5
+    # Hits whose fused scores are within this share of the best one are near-ties (SearchResult.ties).
+    tie_margin: float = 0.05
+    abstain: bool = True
+    # Abstain when the best hit explains less than this share of the query (IDF-weighted words) and fewer than
+    # this many of its words (a long task spreads its words over several tools: a share alone abstains on it) ...
+    abstain_coverage_lexical: float = 0.14
+    abstain_words_lexical: int = 2
+    # ... or, with vectors, less than this share while no visible tool's cosine similarity reaches the other.
+    abstain_coverage: float = 0.3
+    abstain_cosine: float = 0.25
+
+
+def default_config(**changes: Any) -> SearchConfig:
+    """The calibrated configuration with some fields changed (used by the benchmark's ablations)."""
+    return replace(SearchConfig(), **changes)

@@ -1,0 +1,98 @@
+"""Tool vectors for semantic ranking: embedded once per document version, read from and written to the
+`VectorStore` when there is one, kept as one matrix for cosine scores. Knows documents' texts and vectors,
+nothing of BM25 or queries' words.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .documents import SearchDocument
+from .store import text_key
+
+if TYPE_CHECKING:
+    from .embeddings import Embedder
+    from .store import VectorStore
+
+__all__ = ["Vectors"]
+
+
+class Vectors:
+    """Vectors by (model, document version) in memory, by (model, text) on disk."""
+
+    def __init__(self, embedder: Embedder, store: VectorStore | None, np: Any) -> None:
+        self.embedder = embedder
+        self.store = store
+        self._np = np
+        # "<model>:<version>" -> row: a re-upsert of the same version, or another index sharing this cache,
+        # costs nothing. One dict store per row, safe beside a reader.
+        self.cache: dict[str, Any] = {}
+        self._matrix: Any = None
+        self._dirty = True
+        self._lock = threading.Lock()
+        self.embedded = 0  # texts this index had to embed (the rest came from memory or the store)
+
+    def embed_missing(self, docs: Sequence[SearchDocument]) -> None:
+        """Vectors for every document not cached yet: from the store, else embedded (and then stored)."""
+        model = self.embedder.model_id
+        todo: dict[str, SearchDocument] = {}
+        for d in docs:
+            key = f"{model}:{d.version}"
+            if key not in self.cache:
+                todo.setdefault(key, d)
+        if not todo:
+            return
+        texts = {key: d.embedding_text() for key, d in todo.items()}
+        keys = {key: text_key(text) for key, text in texts.items()}
+        if self.store is not None:
+            stored = self.store.load(model, keys.values())
+            for key, tkey in keys.items():
+                row = stored.get(tkey)
+                if row is not None:
+                    self.cache[key] = row
+                    del texts[key]
+        if texts:
+            vectors = self.embedder.embed(list(texts.values()))
+            for key, row in zip(texts, vectors, strict=True):
+                self.cache[key] = row
+            if self.store is not None:
+                self.store.save(model, {keys[key]: row for key, row in zip(texts, vectors, strict=True)})
+        with self._lock:
+            self.embedded += len(texts)
+
+    def cached(self) -> dict[str, Any]:
+        """Document version -> vector for the current model."""
+        prefix = f"{self.embedder.model_id}:"
+        return {k[len(prefix) :]: v for k, v in self.cache.items() if k.startswith(prefix)}
+
+    def seed(self, vectors: Mapping[str, Any]) -> None:
+        model = self.embedder.model_id
+        for version, row in vectors.items():
+            self.cache[f"{model}:{version}"] = row
+
+    def invalidate(self) -> None:
+        self._dirty = True
+
+    def matrix(self, docs: Sequence[SearchDocument | None]) -> Any:
+        """One row per slot (zeros for a free slot)."""
+        if self._dirty:
+            np = self._np
+            model = self.embedder.model_id
+            matrix = np.zeros((max(1, len(docs)), 384), dtype=np.float32)
+            for slot, doc in enumerate(docs):
+                if doc is not None:
+                    row = self.cache.get(f"{model}:{doc.version}")
+                    if row is not None:
+                        if matrix.shape[1] != len(row):
+                            matrix = np.zeros((max(1, len(docs)), len(row)), dtype=np.float32)
+                        matrix[slot] = row
+            self._matrix = matrix
+            self._dirty = False
+        return self._matrix
+
+    def cosines(self, vector: Any, docs: Sequence[SearchDocument | None]) -> Any:
+        # einsum, not `@`: a matrix-vector product through multi-threaded BLAS waits for a second core, which
+        # costs 5x the wall time (8 ms against 1.4 ms at 10,000 tools) on a busy 2-core machine.
+        return self._np.einsum("ij,j->i", self.matrix(docs), vector)
