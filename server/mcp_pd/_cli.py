@@ -91,6 +91,8 @@ def _serve_parser(sub: Any) -> None:
 def _cache_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--cache",
+        "--vector-cache",
+        dest="cache",
         type=Path,
         metavar="DIR",
         help="catalog mode: keep the search vectors in DIR, shared by every process that serves these tools, so a "
@@ -98,7 +100,11 @@ def _cache_flags(p: argparse.ArgumentParser) -> None:
         "$MCP_PD_CACHE_DIR or ~/.cache/mcp-pd)",
     )
     p.add_argument(
-        "--no-cache", action="store_true", help="catalog mode: keep search vectors in memory only (embed per process)"
+        "--no-cache",
+        "--no-vector-cache",
+        dest="no_cache",
+        action="store_true",
+        help="catalog mode: keep search vectors in memory only (embed per process)",
     )
 
 

@@ -57,6 +57,16 @@ def _parser() -> argparse.ArgumentParser:
         help="exported definitions (mcp-pd export): list and describe without starting upstreams; "
         "each starts on its first call (also used as --descriptions)",
     )
+    proxy.add_argument(
+        "--vector-cache",
+        type=Path,
+        metavar="DIR",
+        help="catalog mode: keep the search vectors in DIR, shared by every process serving these tools (default: "
+        "the user's cache directory, $MCP_PD_CACHE_DIR or ~/.cache/mcp-pd)",
+    )
+    proxy.add_argument(
+        "--no-vector-cache", action="store_true", help="catalog mode: keep search vectors in memory only"
+    )
     proxy.add_argument("--call-timeout", type=float, default=300.0, help="seconds per upstream call (default 300)")
     proxy.add_argument("--fetch-rate", type=float, default=10.0, help="resource reads per second per session (0: off)")
     proxy.add_argument("--fetch-burst", type=int, default=60, help="resource reads allowed at once per session")
@@ -137,6 +147,7 @@ async def _serve(args: argparse.Namespace, configs: list[UpstreamConfig], pool: 
         list_annotations=args.list_annotations,
         fetch_rate=RateLimit(args.fetch_rate, args.fetch_burst) if args.fetch_rate > 0 else None,
         **({"redis": args.redis, "redis_prefix": args.redis_prefix} if args.redis else {}),
+        vector_cache=None if args.no_vector_cache else (args.vector_cache or "default"),
     )
     running = sum(u.state == "ready" for u in pool.upstreams.values())
     summary = f"{len(gateway.listing)} tools from {len(configs)} upstream(s), {running} running"
