@@ -368,7 +368,8 @@ async def run(quick: bool, out: Path | None) -> Recorder:
         "cold: the ranking of a fresh process whose vectors are not cached yet (lexical); restarted: once any "
         "earlier process or `mcp-pd index` cached them (hybrid); both checked against real `mcp-pd serve` processes",
         "no vocabulary: the hand-written synonyms and glossary switched off (a user's own catalog has none)",
-        "latency: every query of our sets and LiveMCPBench's tasks, in-process, single thread",
+        "latency: every query of our sets (short, as a model writes them), and apart LiveMCPBench's long tasks, "
+        "in-process, single thread",
     ]
     embedder = _embedder()
     sets = query_sets()
@@ -410,8 +411,10 @@ async def run(quick: bool, out: Path | None) -> Recorder:
             restarted = await first_search(cache)
         rec.figures["processes"] = {"cold": cold, "index_command": indexed, "restarted": restarted}
     # Speed at three sizes.
-    # Our short queries and LiveMCPBench's long tasks (the ones embedded clause by clause).
-    texts = [q["query"] for name in ("dev", "heldout", "livemcpbench") if name in sets for q in sets[name][1]]
+    # Short queries (ours: what a model types into search_tools) and, apart, LiveMCPBench's long tasks (embedded
+    # step by step: several texts per search).
+    texts = [q["query"] for name in ("dev", "heldout") for q in sets[name][1]]
+    tasks = [q["query"] for q in sets["livemcpbench"][1]] if "livemcpbench" in sets else []
     docs = sets["dev"][0]
     sizes = (322, 10_000) if quick else (322, 10_000, 100_000)
     rounds = 2 if quick else 5
@@ -426,6 +429,8 @@ async def run(quick: bool, out: Path | None) -> Recorder:
             if size == len(docs):
                 _, built = build(corpus, embedder)  # the cold build: embedding every tool
             entry["hybrid"] = {**built, **latency(index, texts, semantic=True, rounds=rounds)}
+            if tasks:
+                entry["hybrid, long tasks"] = {**built, **latency(index, tasks, semantic=True, rounds=rounds)}
             del index
         speed[str(size)] = entry
         gc.collect()
@@ -509,12 +514,23 @@ def _goals(rec: Recorder, quality: dict[str, Any], speed: dict[str, Any]) -> Non
         e = at10k.get(mode)
         rec.goal(
             id_,
-            f"p95 search at 10k tools, {mode} (CPU time)",
+            f"p95 search at 10k tools, {mode}, short queries (CPU time)",
             target,
             None if e is None else e["cpu_p95_ms"],
             "ms",
             None if e is None else e["cpu_p95_ms"] < limit,
             "" if e is None else f"wall p50 {e['p50_ms']:.1f} / p95 {e['p95_ms']:.1f} ms at load {rec.load_before[0]}",
+        )
+    long = at10k.get("hybrid, long tasks")
+    if long is not None:  # reported, not judged: a task of several steps embeds each step
+        rec.goal(
+            "S11",
+            "p95 search at 10k tools, hybrid, LiveMCPBench's long tasks (CPU time)",
+            "reported",
+            long["cpu_p95_ms"],
+            "ms",
+            None,
+            f"p50 {long['cpu_p50_ms']:.1f} ms",
         )
 
 

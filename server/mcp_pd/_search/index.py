@@ -246,11 +246,17 @@ class SearchIndex:
                 # A model that embeds queries differently from documents (e5's "query: ") says so by embed_query.
                 embed_query = getattr(space.embedder, "embed_query", None) or space.embedder.embed
                 parts = clauses(query) if c.clause_weight > 0 else []
-                vectors = embed_query([query, *parts])  # one batch: the clauses cost little more than the query
-                sims = space.cosines(vectors[0], self._docs)
                 if parts:
-                    best_clause = self._np.max(self._np.stack([space.cosines(v, self._docs) for v in vectors[1:]]), 0)
-                    sims = (1 - c.clause_weight) * sims + c.clause_weight * best_clause
+                    # Only the steps are embedded (the whole task is their mean: as good, and a batch of short
+                    # texts costs less than one long one).
+                    np = self._np
+                    vectors = embed_query(parts)
+                    steps = space.cosines_many(vectors, self._docs)
+                    # cos(tool, mean of the steps' unit vectors), without embedding the whole task
+                    whole = np.mean(steps, axis=0) / max(1e-6, float(np.linalg.norm(np.mean(vectors, axis=0))))
+                    sims = (1 - c.clause_weight) * whole + c.clause_weight * self._np.max(steps, axis=0)
+                else:
+                    sims = space.cosines(embed_query([query])[0], self._docs)
                 # Candidates: the lexical matches plus the semantic top few hundred.
                 top = self._np.argpartition(-sims, min(len(sims) - 1, 200))[:200]
                 for s in (*visible.keys(), *(int(x) for x in top)):

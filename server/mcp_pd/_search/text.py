@@ -133,11 +133,11 @@ _CLAUSE: Final = re.compile(
 
 
 def clauses(query: str, *, min_words: int = 10, most: int = 4) -> list[str]:
-    """The steps of a long task (sentences, comma- and `and`/`then`-joined parts of 2 words or more), or [] for a
+    """The steps of a long task (sentences, comma- and `and`/`then`-joined parts of 2 to 24 words), or [] for a
     query shorter than `min_words` words or of one step."""
     if len(query.split()) < min_words:
         return []
-    parts = [p.strip() for p in _CLAUSE.split(query[:QUERY_CHARS]) if p and len(p.split()) >= 2]
+    parts = [" ".join(p.split()[:24]) for p in _CLAUSE.split(query[:QUERY_CHARS]) if p and len(p.split()) >= 2]
     return parts[:most] if len(parts) >= 2 else []
 
 

@@ -96,3 +96,7 @@ class Vectors:
         # einsum, not `@`: a matrix-vector product through multi-threaded BLAS waits for a second core, which
         # costs 5x the wall time (8 ms against 1.4 ms at 10,000 tools) on a busy 2-core machine.
         return self._np.einsum("ij,j->i", self.matrix(docs), vector)
+
+    def cosines_many(self, vectors: Any, docs: Sequence[SearchDocument | None]) -> Any:
+        """One row of cosines per query vector (a single pass over the matrix)."""
+        return self._np.einsum("ij,kj->ki", self.matrix(docs), vectors)
