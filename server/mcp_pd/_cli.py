@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import gc
 import importlib
@@ -340,6 +341,11 @@ async def _preflight(server: Any, pd: Any) -> list[str]:
     return lines
 
 
+def _report_warm_up(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:  # the first search builds it again and says why
+        logging.getLogger("mcp_pd.search").warning("search index warm-up failed: %s", task.exception())
+
+
 def _serve(args: argparse.Namespace) -> int:
     from mcp.server.lowlevel import NotificationOptions
     from mcp.server.stdio import stdio_server
@@ -365,6 +371,10 @@ def _serve(args: argparse.Namespace) -> int:
         gc.collect()
         gc.freeze()
         pd.start_watching()
+        if pd.metatools is not None:
+            # Catalog mode: build the search index (and load cached vectors) now, before the first client asks.
+            warm = asyncio.ensure_future(pd.metatools.index.ready())
+            warm.add_done_callback(_report_warm_up)
         if args.transport == "stdio":
             print(f"mcp-pd: serving the {label} over stdio; waiting for a client", file=sys.stderr)
             options = lowlevel.create_initialization_options(
