@@ -136,7 +136,10 @@ def evaluate(index: SearchIndex, queries: Sequence[dict[str, Any]], *, semantic:
     none_abstained: list[bool] = []
     misses: list[dict[str, Any]] = []
     for q in queries:
-        result = index.search(q["query"], limit=5, semantic=semantic)
+        # `absent`: tools hidden for this query (a near miss: asked of the catalog without its own tool).
+        absent = frozenset(q.get("absent", ()))
+        allowed = (lambda name: name not in absent) if absent else None
+        result = index.search(q["query"], limit=5, semantic=semantic, allowed=allowed)
         if q["kind"] == "none":
             none_abstained.append(result.abstained)
             continue
