@@ -138,7 +138,7 @@ def evaluate(index: SearchIndex, queries: Sequence[dict[str, Any]], *, semantic:
     for q in queries:
         # `absent`: tools hidden for this query (a near miss: asked of the catalog without its own tool).
         absent = frozenset(q.get("absent", ()))
-        allowed = (lambda name: name not in absent) if absent else None
+        allowed = (lambda name, hidden=absent: name not in hidden) if absent else None
         result = index.search(q["query"], limit=5, semantic=semantic, allowed=allowed)
         if q["kind"] == "none":
             none_abstained.append(result.abstained)
