@@ -38,10 +38,12 @@ class SearchConfig:
     # Hits whose fused scores are within this share of the best one are near-ties (SearchResult.ties).
     tie_margin: float = 0.05
     abstain: bool = True
-    # Abstain when the best hit explains less than this share of the query (IDF-weighted words) and fewer than
-    # this many of its words (a long task spreads its words over several tools: a share alone abstains on it) ...
+    # Lexical only: abstain when the best hit explains less than this share of the query (IDF-weighted words) and
+    # answers fewer than this many of its known words. Words alone tell answerable from unanswerable poorly: on
+    # MetaTool, requiring 2 words abstained on 14% of answerable queries; 1 word keeps that under 2% (and abstains
+    # less often: docs/search.md).
     abstain_coverage_lexical: float = 0.14
-    abstain_words_lexical: int = 2
+    abstain_words_lexical: int = 1
     # ... or, with vectors, less than this share while no visible tool's cosine similarity reaches the other.
     abstain_coverage: float = 0.3
     abstain_cosine: float = 0.25
