@@ -72,6 +72,8 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "without other-language glossary": {"translations": False},
     "without spelling repair": {"spelling": False},
     "without fuzzy tool names": {"fuzzy_names": False},
+    "without step-by-step embedding of long tasks": {"clause_weight": 0.0},
+    "cosine share 0.5 (before: 0.7)": {"semantic_weight": 0.5},
 }
 
 
