@@ -29,11 +29,12 @@ from ._model import (
 from ._policy import Caller, FetchLimiter, FetchRateLimiter, RateLimit, ToolPermission
 from ._sessions import SessionKeyHook, SessionlessPolicy
 from ._store import DescriptionStore, Problem
+from ._version import VERSION
 
 if TYPE_CHECKING:
     from ._redis import RedisFetchLimiter, RedisGrantStore
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 
 def __getattr__(name: str) -> Any:

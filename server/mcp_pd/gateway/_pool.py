@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from mcp_pd._extension import EXTENSION_ID
 from mcp_pd._model import TOOL_DESCRIPTION_REQUIRED, selection_uri
+from mcp_pd._version import VERSION
 
 from ._config import UpstreamConfig
 from ._process import StdioProcess, Watchdog
@@ -215,7 +216,7 @@ class Upstream:
                         mode="legacy",  # the handshake era: one session, notifications on it, Mcp-Session-Id on HTTP
                         cache=None,
                         message_handler=self._on_message,
-                        client_info=types.Implementation(name="mcp-pd-gateway", version="0.1.0"),
+                        client_info=types.Implementation(name="mcp-pd-gateway", version=VERSION),
                     )
                     await stack.enter_async_context(client)
                     session = client.session

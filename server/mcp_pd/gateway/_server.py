@@ -20,6 +20,7 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp_pd._extension import DESCRIBE_TOOL, ProgressiveDisclosure, tool_result
 from mcp_pd._metatools import META_TOOLS
 from mcp_pd._store import CATEGORY_META
+from mcp_pd._version import VERSION
 
 from ._names import Route, assign_names
 from ._pool import Upstream, UpstreamPool, UpstreamUnavailable
@@ -191,7 +192,7 @@ def build_gateway(
     gateway = Gateway(pool, cached=cached, reserved=reserved, categories=mode == "catalog")
     server: Server[Any] = Server(
         name,
-        version="0.1.0",
+        version=VERSION,
         instructions=gateway.instructions(),
         on_list_tools=gateway.list_tools,
         on_call_tool=gateway.call_tool,

@@ -14,6 +14,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 
 from mcp_pd._extension import ProgressiveDisclosure
+from mcp_pd._version import VERSION
 
 from ._simulate import SimulatedListing, build_simulated_server
 
@@ -65,7 +66,7 @@ def build_reference_server(
     directory = Path(descriptions) if descriptions is not None else DEFAULT_DESCRIPTIONS
     if not directory.is_dir():
         logger.warning("no descriptions directory at %s: describing tools from their registered schemas", directory)
-    app: MCPServer[Any] = MCPServer("mcp-pd-reference", instructions=INSTRUCTIONS, version="0.1.0")
+    app: MCPServer[Any] = MCPServer("mcp-pd-reference", instructions=INSTRUCTIONS, version=VERSION)
     register_tracker_tools(app, Tracker(database, seed=seed))
     register_utility_tools(app)
     pd = ProgressiveDisclosure(directory if directory.is_dir() else None, **options).install(app)
