@@ -88,6 +88,20 @@ async def test_http_pinned_sessionless_client_gets_session_required() -> None:
     assert "mode='legacy'" in error["hint"]
 
 
+async def test_http_pinned_sessionless_client_is_refused_by_describe_tools_not_granted() -> None:
+    # Nothing can keep a grant for this client: describe_tools must not answer "described" and leave every call
+    # to fail. It refuses, with why and how to fix it.
+    with http_subprocess() as url:
+        async with Client(url, mode="2026-07-28", cache=None) as client:
+            result = await client.call_tool("describe_tools", {"tools": ["list_projects"]})
+    assert result.is_error
+    assert result.structured_content is not None
+    error = result.structured_content["error"]
+    assert error["code"] == "SESSION_REQUIRED"
+    assert error["message"].startswith("Not described: list_projects.")
+    assert "mode='legacy'" in error["hint"]
+
+
 async def test_stateless_http_refuses_calls_explicitly() -> None:
     with http_subprocess("--stateless") as url:
         async with Client(url, cache=None) as client:

@@ -560,7 +560,9 @@ class ProgressiveDisclosure:
             result = result.model_copy(update={"meta": {EXTENSION_ID: self.metatools.index.ranking}})
         return result
 
-    def _session_required(self, ctx: ServerRequestContext[Any, Any], name: str) -> dict[str, Any]:
+    def _session_required(
+        self, ctx: ServerRequestContext[Any, Any], name: str, *, describing: bool = False
+    ) -> dict[str, Any]:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             where = "this request came without an MCP session (the sessionless 2026-07-28 protocol)"
             hint = (
@@ -579,8 +581,13 @@ class ProgressiveDisclosure:
         return {
             "error": {
                 "code": SESSION_REQUIRED,
-                "message": f"Tool '{name}' cannot be authorized: {where}, so fetched descriptions cannot be "
-                "remembered between requests.",
+                "message": (
+                    f"Not described: {name}. Here {where}, so a description cannot be remembered until the "
+                    "call, which would be refused."
+                    if describing
+                    else f"Tool '{name}' cannot be authorized: {where}, so fetched descriptions cannot be "
+                    "remembered between requests."
+                ),
                 "hint": hint,
                 "protocol_version": ctx.protocol_version,
             }
@@ -660,6 +667,12 @@ class ProgressiveDisclosure:
             described = await self._describe(ctx, caller, select)
         except Refused as refused:
             return tool_result(refused.document(), error=True)
+        described_names = [name for name, full, _ in described.entries if full is not None]
+        if caller.session is None and self.mode != "eager" and described_names:
+            # Nothing can hold the grant (no session, no principal): answering "described" would be a lie that
+            # every later call exposes with SESSION_REQUIRED. Refuse now, saying why and how to fix it.
+            refusal = self._session_required(ctx, ", ".join(described_names), describing=True)
+            return tool_result(refusal, error=True)
         document = described.document()
         result = tool_result(document, error=False)
         # The JSON text is the resource's own, byte for byte, assembled from the cached definitions.
