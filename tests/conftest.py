@@ -20,6 +20,29 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
 
 
+# The slow half: wheel builds and fresh venvs, npm upstream servers behind the gateway, real Redis servers, the
+# conformance suite against its negative controls, fuzzing, and the agent's task runs. `./dev check` runs
+# the rest (`-m "not slow"`) in under a minute; `./dev test` runs everything.
+SLOW = (
+    "test_packaging.py",
+    "gateway/",
+    "test_redis_",
+    "conformance/",
+    "test_fuzz.py",
+    "agent/test_agent_ledger.py",
+    "agent/test_agent_planner.py",
+    "agent/test_agent_catalog.py",
+    "test_vector_cache.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        path = item.path.as_posix()
+        if any(part in path for part in SLOW):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from mcp_pd._search import SearchConfig, SearchDocument, SearchIndex, tokenize
 from mcp_pd._search.embeddings import EmbeddingUnavailable, MiniLMEmbedder, default_embedder
+from mcp_pd._search.store import VectorStore
 from pdtest import CATALOGS
 
 
@@ -64,7 +65,8 @@ def embedder() -> Any:
 
 @pytest.fixture(scope="module")
 def hybrid(embedder: Any) -> SearchIndex:
-    index = SearchIndex(embedder)
+    # The run's vector cache (tests/conftest.py): the 322 tools are embedded once per run, not once per worker.
+    index = SearchIndex(embedder, store=VectorStore.default())
     index.upsert(DOCS)
     return index
 
@@ -315,9 +317,8 @@ def test_near_tied_twins_are_told_apart_by_what_only_each_has(embedder: Any) -> 
     assert index.search("list the commits of the main branch").ties == {}  # a clear winner: nothing to tell apart
 
 
-def test_abstention_judges_the_best_visible_cosine_and_the_words_answered(embedder: Any) -> None:
-    index = SearchIndex(embedder)
-    index.upsert(DOCS)
+def test_abstention_judges_the_best_visible_cosine_and_the_words_answered(hybrid: SearchIndex) -> None:
+    index = hybrid
     # A long multi-step task spreads its words over several tools: the best hit explains a small share of it,
     # yet it is answerable and must not be abstained on (lexically or with vectors).
     task = (
