@@ -20,6 +20,7 @@ from typing import Any, Final
 import anyio.lowlevel
 import anyio.to_thread
 
+from ._errors import ErrorCode
 from ._grants import GrantStore, GrantStoreUnavailable
 from ._model import RATE_LIMITED, tool_description_required, tool_not_found
 from ._policy import Caller, FetchLimiter, ToolPermission
@@ -33,12 +34,12 @@ logger = logging.getLogger("mcp_pd")
 # A name missing from the catalog makes it re-list the server's tools, at most this often: tools registered
 # at run time are found, and hostile unknown names cannot make every request re-list a large catalog.
 REFRESH_INTERVAL: Final = 0.25
-GRANTS_UNAVAILABLE: Final = "GRANTS_UNAVAILABLE"
+GRANTS_UNAVAILABLE: Final[str] = ErrorCode.GRANTS_UNAVAILABLE.value
 # Unknown names answered between two yields to the event loop in one read.
 _NAMES_PER_STEP: Final = 4
 # Up to this many names the suggestion index is built inline (a few ms); past it, in a worker thread.
 _INLINE_INDEX: Final = 2_000
-TOOL_NOT_FOUND: Final = "TOOL_NOT_FOUND"
+TOOL_NOT_FOUND: Final[str] = ErrorCode.TOOL_NOT_FOUND.value
 
 Relist = Callable[[], Awaitable[None]]
 

@@ -28,6 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ._announce import Announcer
 from ._disclosure import Described, Disclosure, Refused
+from ._errors import ErrorCode
 from ._grants import GrantStore, MemoryGrantStore
 from ._guidance import (
     RESOURCE_NAME,
@@ -657,7 +658,7 @@ class ProgressiveDisclosure:
                 requested = [requested]  # a model that passes one name as a string means that name
             if not isinstance(requested, list) or not all(isinstance(n, str) for n in requested):
                 raise SelectionError(
-                    "INVALID_ARGUMENTS",
+                    ErrorCode.INVALID_ARGUMENTS,
                     f'{self.describe_tool} takes {{"tools": ["tool_name", ...]}}: a list of tool names as tools/list '
                     "shows them.",
                 )
@@ -775,7 +776,7 @@ class ProgressiveDisclosure:
                 "(MCP progressive disclosure), and over HTTP a session needs the 2025-11-25 initialize handshake. "
                 "Connect with protocol version 2025-11-25 (initialize, then Mcp-Session-Id).",
                 {
-                    "reason": "SESSION_REQUIRED",
+                    "reason": ErrorCode.SESSION_REQUIRED.value,
                     "extension": EXTENSION_ID,
                     "supportedProtocolVersions": ["2025-11-25"],
                     "howToConnect": "Send initialize with protocolVersion 2025-11-25 and keep the Mcp-Session-Id "

@@ -16,6 +16,7 @@ from typing import Any, Final
 import jsonschema_rs
 
 from ._disclosure import Disclosure
+from ._errors import ErrorCode
 from ._index import CatalogIndex
 from ._policy import Caller
 from ._store import Catalog
@@ -27,7 +28,7 @@ BROWSE_TOOL: Final = "browse_tools"
 CALL_TOOL: Final = "call_tool"
 META_TOOLS: Final = (SEARCH_TOOL, BROWSE_TOOL, CALL_TOOL)
 MAX_RESULTS: Final = 20
-INVALID_ARGUMENTS: Final = "INVALID_ARGUMENTS"
+INVALID_ARGUMENTS: Final[str] = ErrorCode.INVALID_ARGUMENTS.value
 _PROBLEMS_SHOWN: Final = 5
 
 
@@ -129,14 +130,16 @@ class MetaTools:
             known = [name for name, _ in await self.index.categories(allowed)]
             if category not in known:
                 return _error(
-                    "UNKNOWN_CATEGORY", f"No category '{category}'.", valid_categories=[c for c in known if c]
+                    ErrorCode.UNKNOWN_CATEGORY, f"No category '{category}'.", valid_categories=[c for c in known if c]
                 ), True
         if like:
             try:
                 hits = await self.index.similar(like, limit=limit, allowed=allowed)
             except KeyError:
                 entry = (await self.disclosure.not_found(caller, [like]))[like]
-                return _error("TOOL_NOT_FOUND", entry["error"] + ".", closest_names=entry["available_tools"][:5]), True
+                return _error(
+                    ErrorCode.TOOL_NOT_FOUND, entry["error"] + ".", closest_names=entry["available_tools"][:5]
+                ), True
             if category is not None:
                 hits = [h for h in hits if h.category == category]
             results = [{"name": h.name, "category": h.category, "description": h.summary} for h in hits]
@@ -178,7 +181,7 @@ class MetaTools:
         key = "" if category == "(uncategorized)" else category
         if key not in {name for name, _ in counts}:
             valid = [name or "(uncategorized)" for name, _ in counts]
-            return _error("UNKNOWN_CATEGORY", f"No category '{category}'.", valid_categories=valid), True
+            return _error(ErrorCode.UNKNOWN_CATEGORY, f"No category '{category}'.", valid_categories=valid), True
         start = 0
         if cursor is not None:
             position = _position(cursor) if isinstance(cursor, str) else None

@@ -15,6 +15,8 @@ import jsonschema_rs
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ._errors import ErrorCode
+
 __all__ = [
     "AVAILABLE_TOOLS_LIMIT",
     "DEFAULT_RESOURCE_URI",
@@ -36,10 +38,10 @@ __all__ = [
 ]
 
 DEFAULT_RESOURCE_URI: Final = "resource:///tool_descriptions"
-MISSING_TOOL_SELECTION: Final = "MISSING_TOOL_SELECTION"
-TOOL_DESCRIPTION_REQUIRED: Final = "TOOL_DESCRIPTION_REQUIRED"
-SESSION_REQUIRED: Final = "SESSION_REQUIRED"
-RATE_LIMITED: Final = "RATE_LIMITED"
+MISSING_TOOL_SELECTION: Final[str] = ErrorCode.MISSING_TOOL_SELECTION.value
+TOOL_DESCRIPTION_REQUIRED: Final[str] = ErrorCode.TOOL_DESCRIPTION_REQUIRED.value
+SESSION_REQUIRED: Final[str] = ErrorCode.SESSION_REQUIRED.value
+RATE_LIMITED: Final[str] = ErrorCode.RATE_LIMITED.value
 # Spec 3.1 names this exact shape; a fresh copy is handed out per entry so callers may mutate theirs.
 MINIMAL_INPUT_SCHEMA: Final[dict[str, Any]] = {"type": "object", "additionalProperties": True}
 # SEP-986 tool names; used to reject hostile names in definition files, never to "fix" a request.

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Final
 from urllib.parse import unquote
 
+from ._errors import ErrorCode
+
 __all__ = [
     "MAX_NAME_LENGTH",
     "MAX_URI_LENGTH",
@@ -46,7 +48,7 @@ def parse_selection(uri: str, base_uri: str, max_tools: int) -> list[str]:
     """
     if len(uri) > MAX_URI_LENGTH:
         raise SelectionError(
-            "URI_TOO_LONG",
+            ErrorCode.URI_TOO_LONG,
             f"The URI is {len(uri)} characters; at most {MAX_URI_LENGTH} are accepted. Fetch fewer tools.",
         )
     _, query = _split_uri(uri)
@@ -60,7 +62,7 @@ def parse_selection(uri: str, base_uri: str, max_tools: int) -> list[str]:
             decoded = unquote(value, errors="strict")
         except UnicodeDecodeError:
             raise SelectionError(
-                "INVALID_TOOL_NAME", "The tools parameter is not valid percent-encoded UTF-8."
+                ErrorCode.INVALID_TOOL_NAME, "The tools parameter is not valid percent-encoded UTF-8."
             ) from None
         raw.extend(decoded.split(","))
     return select_names(raw, max_tools)
@@ -81,7 +83,7 @@ def select_names(raw: Iterable[str], max_tools: int) -> list[str]:
         if len(name) > MAX_NAME_LENGTH or not name.isprintable():
             shown = name[:40].encode("unicode_escape").decode("ascii")
             raise SelectionError(
-                "INVALID_TOOL_NAME",
+                ErrorCode.INVALID_TOOL_NAME,
                 f"'{shown}' is not a tool name: names are at most {MAX_NAME_LENGTH} printable characters. "
                 "Use the names exactly as tools/list shows them.",
             )
@@ -89,7 +91,7 @@ def select_names(raw: Iterable[str], max_tools: int) -> list[str]:
         names.append(name)
         if len(names) > max_tools:
             raise SelectionError(
-                "TOO_MANY_TOOLS",
+                ErrorCode.TOO_MANY_TOOLS,
                 f"At most {max_tools} tools can be fetched in one read. "
                 "Fetch only the tools you are about to call, in several reads if needed.",
             )

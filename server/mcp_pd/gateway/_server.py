@@ -17,6 +17,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.dispatcher import ProgressFnT
 
+from mcp_pd._errors import ErrorCode
 from mcp_pd._extension import DESCRIBE_TOOL, ProgressiveDisclosure, tool_result
 from mcp_pd._metatools import META_TOOLS
 from mcp_pd._store import CATEGORY_META
@@ -29,7 +30,7 @@ __all__ = ["UPSTREAM_UNAVAILABLE", "CachedServer", "Gateway", "build_gateway"]
 
 logger = logging.getLogger("mcp_pd.gateway")
 
-UPSTREAM_UNAVAILABLE = "UPSTREAM_UNAVAILABLE"
+UPSTREAM_UNAVAILABLE = ErrorCode.UPSTREAM_UNAVAILABLE.value
 _RESERVED_META = "io.modelcontextprotocol/"
 
 
@@ -146,7 +147,7 @@ class Gateway:
         route = self.routes.get(params.name)
         if route is None:
             message = f"Tool '{params.name}' is not served by any upstream."
-            return tool_result({"error": {"code": "TOOL_NOT_FOUND", "message": message}}, error=True)
+            return tool_result({"error": {"code": ErrorCode.TOOL_NOT_FOUND.value, "message": message}}, error=True)
         upstream = self.pool[route.server]
         try:
             return await upstream.call(

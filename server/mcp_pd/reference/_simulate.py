@@ -15,6 +15,7 @@ from jsonschema.exceptions import SchemaError
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
+from mcp_pd._errors import ErrorCode
 from mcp_pd._store import DescriptionStore
 
 __all__ = ["SimulatedListing", "build_simulated_server"]
@@ -101,7 +102,9 @@ def build_simulated_server(
                     {"path": "/".join(map(str, e.absolute_path)) or "(arguments)", "message": e.message}
                     for e in errors[:20]
                 ]
-                document = {"error": {"code": "INVALID_ARGUMENTS", "tool": definition.name, "problems": problems}}
+                document = {
+                    "error": {"code": ErrorCode.INVALID_ARGUMENTS.value, "tool": definition.name, "problems": problems}
+                }
                 return types.CallToolResult(
                     content=[types.TextContent(type="text", text=json.dumps(document))],
                     structured_content=document,
