@@ -9,8 +9,6 @@ each protocol era's envelope. One data path: store -> catalog -> minimal/full vi
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -42,6 +40,7 @@ from ._guidance import (
 from ._index import CatalogIndex, Semantic
 from ._metatools import CALL_TOOL, META_TOOLS, SEARCH_TOOL, MetaTools
 from ._model import DEFAULT_RESOURCE_URI, SESSION_REQUIRED, missing_tool_selection
+from ._paging import decode_cursor, encode_cursor
 from ._policy import Caller, FetchLimiter, FetchRateLimiter, RateLimit, ToolPermission
 from ._search.store import VectorStore
 from ._sessions import SessionKeyHook, SessionlessPolicy, SessionPolicy, SessionResolver, client_address, is_http
@@ -55,7 +54,6 @@ logger = logging.getLogger("mcp_pd")
 EXTENSION_ID: Final = "io.github.mcp-pd/progressive-disclosure"
 DESCRIBE_TOOL: Final = "describe_tools"
 _RESOURCE_KEY: Final = "tool_descriptions"
-_CURSOR_PREFIX: Final = "pd1:"
 # Hosts such as Claude Code cut `instructions` at 2,048 characters: the generated part fits before that.
 _INSTRUCTIONS_BUDGET: Final = 2000
 # The tool summary in them: enough to see what the server offers; tools/list has the rest (each character is
@@ -118,21 +116,10 @@ def tool_result(document: dict[str, Any], *, error: bool) -> types.CallToolResul
     )
 
 
-def _encode_cursor(position: int) -> str:
-    return _CURSOR_PREFIX + base64.urlsafe_b64encode(str(position).encode()).decode()
-
-
 def _decode_cursor(cursor: str) -> int:
-    try:
-        if not cursor.startswith(_CURSOR_PREFIX):
-            raise ValueError
-        position = int(base64.urlsafe_b64decode(cursor[len(_CURSOR_PREFIX) :].encode()).decode())
-        if position < 0:
-            raise ValueError
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise MCPError(
-            types.INVALID_PARAMS, "Invalid cursor: list again without a cursor.", {"cursor": cursor[:100]}
-        ) from None
+    position = decode_cursor("tools/list", cursor)
+    if position is None:
+        raise MCPError(types.INVALID_PARAMS, "Invalid cursor: list again without a cursor.", {"cursor": cursor[:100]})
     return position
 
 
@@ -454,7 +441,7 @@ class ProgressiveDisclosure:
         # An empty result of the right model first, so each era's required fields are filled in by the SDK.
         page = {**_dump(types.ListToolsResult(tools=[])), **self._page_fields, "tools": entries}
         if position < len(names):
-            page["nextCursor"] = _encode_cursor(position)
+            page["nextCursor"] = encode_cursor("tools/list", position)
         return self._cache_hints(ctx, page)
 
     def _catalog_listing(self, caller: Caller) -> dict[str, Any]:

@@ -8,8 +8,6 @@ the closest names. Knows the catalog, the index and the disclosure decisions; no
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -18,6 +16,7 @@ import jsonschema_rs
 from ._disclosure import Disclosure
 from ._errors import ErrorCode
 from ._index import CatalogIndex
+from ._paging import decode_cursor, encode_cursor
 from ._policy import Caller
 from ._store import Catalog
 
@@ -34,19 +33,6 @@ _PROBLEMS_SHOWN: Final = 5
 
 def _error(code: str, message: str, **extra: Any) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, **extra}}
-
-
-def _cursor(position: int) -> str:
-    return base64.urlsafe_b64encode(f"browse:{position}".encode()).decode()
-
-
-def _position(cursor: str) -> int | None:
-    try:
-        text = base64.urlsafe_b64decode(cursor.encode()).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return None
-    prefix, _, number = text.partition(":")
-    return int(number) if prefix == "browse" and number.isdigit() else None
 
 
 class MetaTools:
@@ -184,7 +170,7 @@ class MetaTools:
             return _error(ErrorCode.UNKNOWN_CATEGORY, f"No category '{category}'.", valid_categories=valid), True
         start = 0
         if cursor is not None:
-            position = _position(cursor) if isinstance(cursor, str) else None
+            position = decode_cursor("browse", cursor) if isinstance(cursor, str) else None
             if position is None:
                 return _error(INVALID_ARGUMENTS, "Invalid cursor: browse again without one."), True
             start = position
@@ -198,7 +184,7 @@ class MetaTools:
         tools = [{"name": n, "description": (self.catalog.minimal(n) or {}).get("description", "")} for n in page]
         answer: dict[str, Any] = {"category": category, "tools": tools}
         if start + self.browse_page < len(members):
-            answer["nextCursor"] = _cursor(start + self.browse_page)
+            answer["nextCursor"] = encode_cursor("browse", start + self.browse_page)
         return answer, False
 
     def _is_tool(self, name: str) -> bool:
