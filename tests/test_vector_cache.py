@@ -160,3 +160,29 @@ def test_the_cli_says_what_the_cache_flags_apply_to(tmp_path: Path) -> None:
     assert both.returncode != 0 and "--no-cache" in both.stderr
     missing = run_cli("index", str(tmp_path / "nowhere"), cache=tmp_path)
     assert missing.returncode != 0 and "is not a directory" in missing.stderr
+
+
+def test_processes_sharing_one_cache_lose_nothing(tmp_path: Path) -> None:
+    # Two deployments index into one cache at the same time (SQLite in WAL mode, a busy timeout): both finish,
+    # and every vector of both is there afterwards.
+    first, second = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(CATALOGS / "mcp-server-filesystem", first / "fs")
+    shutil.copytree(CATALOGS / "chrome-devtools-mcp", second / "chrome")
+    cache = tmp_path / "cache"
+    env = {"PATH": "/usr/bin:/bin"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "mcp_pd", "index", str(d), "--cache", str(cache)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for d in (first, second)
+    ]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    embedded = [int(re.search(r"(\d+) tools: (\d+) embedded", out)[2]) for out, _ in outputs]  # type: ignore[index]
+    store = VectorStore(cache)
+    model = default_embedder().model_id  # type: ignore[union-attr]
+    assert store.count(model) == sum(embedded) > 40
