@@ -18,24 +18,21 @@ from typing import Any, Final, Literal, Self, TypeAlias
 
 import mcp_types as types
 from mcp.server.context import HandlerResult, ServerRequestContext
-from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ._advertise import EXTENSION_ID, Advertiser
 from ._announce import Announcer
 from ._disclosure import Described, Disclosure, Refused
 from ._errors import ErrorCode
 from ._grants import GrantStore, MemoryGrantStore
 from ._guidance import (
     RESOURCE_NAME,
-    catalog_guidance,
-    catalog_summary,
     describe_tool_description,
-    describe_tool_guidance,
     resource_description,
-    system_prompt_guidance,
 )
 from ._index import CatalogIndex, Semantic
 from ._metatools import CALL_TOOL, META_TOOLS, SEARCH_TOOL, MetaTools
@@ -51,14 +48,8 @@ __all__ = ["DESCRIBE_TOOL", "EXTENSION_ID", "Mode", "ProgressiveDisclosure", "to
 
 logger = logging.getLogger("mcp_pd")
 
-EXTENSION_ID: Final = "io.github.mcp-pd/progressive-disclosure"
 DESCRIBE_TOOL: Final = "describe_tools"
 _RESOURCE_KEY: Final = "tool_descriptions"
-# Hosts such as Claude Code cut `instructions` at 2,048 characters: the generated part fits before that.
-_INSTRUCTIONS_BUDGET: Final = 2000
-# The tool summary in them: enough to see what the server offers; tools/list has the rest (each character is
-# paid by every request of every session: benchmarks/README.md, context).
-_SUMMARY_BUDGET: Final = 480
 
 Mode: TypeAlias = Literal["eager", "progressive", "catalog"]
 Handler: TypeAlias = Callable[[ServerRequestContext[Any, Any], Any], Awaitable[HandlerResult]]
@@ -216,16 +207,20 @@ class ProgressiveDisclosure:
         self.max_tools_per_read = max_tools_per_read
         self.page_size = page_size
         self.watch = watch and descriptions is not None
-        self.add_instructions = instructions
+        self.advertiser = Advertiser(
+            self.catalog,
+            resource_uri=resource_uri,
+            mode=mode,
+            describe_tool=self.describe_tool,
+            instructions=instructions,
+        )
         self.announcer = Announcer(resource_uri, self._selected_by)
         self._original: dict[str, Handler | None] = {}
         self._server: Server[Any] | None = None
-        self._author_instructions: str | None = None
         self._page_fields: dict[str, Any] = {}
         self._shadow_reported = False
         self._index_started = False
         self._index_task: asyncio.Future[Any] | None = None
-        self._mcpserver: MCPServer[Any] | None = None
         self._watch_task: asyncio.Task[None] | None = None
         self.store.add_listener(self.announcer.announce)
 
@@ -248,7 +243,6 @@ class ProgressiveDisclosure:
         if lowlevel.get_request_handler("tools/list") is None or lowlevel.get_request_handler("tools/call") is None:
             raise ValueError("the server has no tools/list or tools/call handler: register its tools first")
         self._server = lowlevel
-        self._mcpserver = server if isinstance(server, MCPServer) else None
         wrappers: dict[str, tuple[type[Any], Handler]] = {
             "tools/list": (types.PaginatedRequestParams, self._list_tools),
             "tools/call": (types.CallToolRequestParams, self._call_tool),
@@ -272,90 +266,10 @@ class ProgressiveDisclosure:
             lowlevel.add_request_handler(
                 "subscriptions/listen", types.SubscriptionsListenRequestParams, ListenHandler(bus)
             )
-        lowlevel.extensions[EXTENSION_ID] = self._advertised()
-        self._author_instructions = lowlevel.instructions
-        self._advertise_truthfully(lowlevel)
-        self._refresh_instructions()
+        self.advertiser.install(lowlevel, server)
         for problem in self.store.problems:
             logger.warning("tool definition problem: %s", problem)
         return self
-
-    def _advertised(self) -> dict[str, Any]:
-        """The extension's settings, as clients of either era see them in the server capabilities."""
-        settings: dict[str, Any] = {"resourceUri": self.resource_uri, "mode": self.mode}
-        if self.describe_tool:
-            settings["describeTool"] = self.describe_tool
-        if self.metatools is not None:
-            settings["metaTools"] = [SEARCH_TOOL, "browse_tools", self.describe_tool, CALL_TOOL]
-        if self.mode != "eager":
-            # 2026-07-28 clients may get no `instructions`; the workflow travels with the capability too.
-            settings["workflow"] = self._workflow()
-        return settings
-
-    def _workflow(self) -> str:
-        if self.metatools is not None:
-            return catalog_guidance(self.resource_uri)
-        text = system_prompt_guidance(self.resource_uri)
-        return f"{text} {describe_tool_guidance(self.describe_tool)}" if self.describe_tool else text
-
-    def _advertise_truthfully(self, lowlevel: Server[Any]) -> None:
-        """Make every way of running the server advertise what the extension sends.
-
-        `streamable_http_app()` and `MCPServer.run()` build their initialization options with defaults, which
-        say `tools.listChanged: false` although changed definitions are announced; the handshake era also has
-        no `extensions`, so the extension is named under `experimental` there.
-        """
-        original = lowlevel.create_initialization_options
-
-        def create_initialization_options(
-            notification_options: NotificationOptions | None = None,
-            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-            extensions: dict[str, dict[str, Any]] | None = None,
-        ) -> Any:
-            given = notification_options or NotificationOptions()
-            options = NotificationOptions(
-                prompts_changed=given.prompts_changed,
-                resources_changed=given.resources_changed,
-                tools_changed=True,
-            )
-            experimental = {**(experimental_capabilities or {}), EXTENSION_ID: self._advertised()}
-            self._refresh_instructions()
-            return original(options, experimental, extensions)
-
-        lowlevel.create_initialization_options = create_initialization_options  # type: ignore[method-assign]
-
-    def _refresh_instructions(self) -> None:
-        """The server's instructions: the workflow and a summary of what it offers first, then the author's."""
-        if not self.add_instructions or self._server is None:
-            return
-        author = self._author_instructions
-        if self.mode == "eager":
-            return
-        workflow = self._workflow()
-        summary = self._summary(min(_SUMMARY_BUDGET, _INSTRUCTIONS_BUDGET - len(workflow) - 1))
-        generated = f"{workflow}\n{summary}" if summary else workflow
-        self._server.instructions = f"{generated}\n\n{author}" if author else generated
-
-    def _summary(self, budget: int) -> str:
-        names = self.catalog.names() if self.catalog.complete else self._names_before_listing()
-        groups: dict[str, list[str]] = {}
-        for name in names:
-            category = self.catalog.category(name) if name in self.catalog else self.store.category(name)
-            groups.setdefault(category or "", []).append(name)
-        if not groups or budget < 80:
-            return ""
-        # Catalog mode lists no tool names: the categories and their sizes, for browse_tools.
-        ordered = {k: sorted(v) for k, v in sorted(groups.items())}
-        return catalog_summary(ordered, budget, names=self.metatools is None)
-
-    def _names_before_listing(self) -> list[str]:
-        """Tool names for the summary before the first listing (instructions are built synchronously)."""
-        names = set(self.store.names())
-        # An MCPServer's registered tools are known without listing; its tool manager is private, so guarded.
-        manager = getattr(self._mcpserver, "_tool_manager", None)
-        with suppress(Exception):
-            names.update(tool.name for tool in manager.list_tools())  # type: ignore[union-attr]
-        return sorted(names)
 
     # -- the catalog -------------------------------------------------------------------------------
     async def _list_all(self, ctx: ServerRequestContext[Any, Any]) -> list[ListedTool]:
@@ -772,7 +686,7 @@ class ProgressiveDisclosure:
             )
         handler = self._original["server/discover"]
         assert handler is not None
-        self._refresh_instructions()
+        self.advertiser.refresh()
         return await handler(ctx, params)
 
     # -- change announcements ----------------------------------------------------------------------

@@ -1,0 +1,126 @@
+"""What a server tells clients before any call: the extension's capability settings, in both protocol eras, and
+its instructions (the workflow and a summary of what it offers, before the author's own text).
+
+Knows the catalog and the extension's settings; nothing of grants, sessions or handlers.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from typing import Any, Final
+
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.mcpserver import MCPServer
+
+from ._guidance import catalog_guidance, catalog_summary, describe_tool_guidance, system_prompt_guidance
+from ._metatools import BROWSE_TOOL, CALL_TOOL, SEARCH_TOOL
+from ._store import Catalog
+
+__all__ = ["EXTENSION_ID", "Advertiser"]
+
+EXTENSION_ID: Final = "io.github.mcp-pd/progressive-disclosure"
+# Hosts such as Claude Code cut `instructions` at 2,048 characters: the generated part fits before that.
+_INSTRUCTIONS_BUDGET: Final = 2000
+# The tool summary in them: enough to see what the server offers; tools/list has the rest (each character is
+# paid by every request of every session: benchmarks/README.md, context).
+_SUMMARY_BUDGET: Final = 480
+
+
+class Advertiser:
+    """The capability settings and instructions of one server with the extension installed."""
+
+    def __init__(
+        self, catalog: Catalog, *, resource_uri: str, mode: str, describe_tool: str | None, instructions: bool
+    ) -> None:
+        self.catalog = catalog
+        self.resource_uri = resource_uri
+        self.mode = mode
+        self.describe_tool = describe_tool
+        self.add_instructions = instructions
+        self._server: Server[Any] | None = None
+        self._mcpserver: MCPServer[Any] | None = None
+        self._author: str | None = None
+
+    def settings(self) -> dict[str, Any]:
+        """The extension's settings, as clients of either era see them in the server capabilities."""
+        settings: dict[str, Any] = {"resourceUri": self.resource_uri, "mode": self.mode}
+        if self.describe_tool:
+            settings["describeTool"] = self.describe_tool
+        if self.mode == "catalog":
+            settings["metaTools"] = [SEARCH_TOOL, BROWSE_TOOL, self.describe_tool, CALL_TOOL]
+        if self.mode != "eager":
+            # 2026-07-28 clients may get no `instructions`; the workflow travels with the capability too.
+            settings["workflow"] = self.workflow()
+        return settings
+
+    def workflow(self) -> str:
+        if self.mode == "catalog":
+            return catalog_guidance(self.resource_uri)
+        text = system_prompt_guidance(self.resource_uri)
+        return f"{text} {describe_tool_guidance(self.describe_tool)}" if self.describe_tool else text
+
+    def install(self, lowlevel: Server[Any], server: MCPServer[Any] | Server[Any]) -> None:
+        """Advertise on `lowlevel` (the settings under `extensions`, the instructions) however the server is run."""
+        self._server = lowlevel
+        self._mcpserver = server if isinstance(server, MCPServer) else None
+        lowlevel.extensions[EXTENSION_ID] = self.settings()
+        self._author = lowlevel.instructions
+        self._advertise_truthfully(lowlevel)
+        self.refresh()
+
+    def _advertise_truthfully(self, lowlevel: Server[Any]) -> None:
+        """Make every way of running the server advertise what the extension sends.
+
+        `streamable_http_app()` and `MCPServer.run()` build their initialization options with defaults, which
+        say `tools.listChanged: false` although changed definitions are announced; the handshake era also has
+        no `extensions`, so the extension is named under `experimental` there.
+        """
+        original = lowlevel.create_initialization_options
+
+        def create_initialization_options(
+            notification_options: NotificationOptions | None = None,
+            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+            extensions: dict[str, dict[str, Any]] | None = None,
+        ) -> Any:
+            given = notification_options or NotificationOptions()
+            options = NotificationOptions(
+                prompts_changed=given.prompts_changed,
+                resources_changed=given.resources_changed,
+                tools_changed=True,
+            )
+            experimental = {**(experimental_capabilities or {}), EXTENSION_ID: self.settings()}
+            self.refresh()
+            return original(options, experimental, extensions)
+
+        lowlevel.create_initialization_options = create_initialization_options  # type: ignore[method-assign]
+
+    def refresh(self) -> None:
+        """The server's instructions: the workflow and a summary of what it offers first, then the author's."""
+        if not self.add_instructions or self._server is None or self.mode == "eager":
+            return
+        workflow = self.workflow()
+        summary = self._summary(min(_SUMMARY_BUDGET, _INSTRUCTIONS_BUDGET - len(workflow) - 1))
+        generated = f"{workflow}\n{summary}" if summary else workflow
+        self._server.instructions = f"{generated}\n\n{self._author}" if self._author else generated
+
+    def _summary(self, budget: int) -> str:
+        catalog = self.catalog
+        names = catalog.names() if catalog.complete else self._names_before_listing()
+        groups: dict[str, list[str]] = {}
+        for name in names:
+            category = catalog.category(name) if name in catalog else catalog.store.category(name)
+            groups.setdefault(category or "", []).append(name)
+        if not groups or budget < 80:
+            return ""
+        # Catalog mode lists no tool names: the categories and their sizes, for browse_tools.
+        ordered = {k: sorted(v) for k, v in sorted(groups.items())}
+        return catalog_summary(ordered, budget, names=self.mode != "catalog")
+
+    def _names_before_listing(self) -> list[str]:
+        """Tool names for the summary before the first listing (instructions are built synchronously)."""
+        names = set(self.catalog.store.names())
+        # An MCPServer's registered tools are known without listing; its tool manager is private, so guarded.
+        manager = getattr(self._mcpserver, "_tool_manager", None)
+        with suppress(Exception):
+            names.update(tool.name for tool in manager.list_tools())  # type: ignore[union-attr]
+        return sorted(names)
