@@ -135,8 +135,6 @@ def _index(args: argparse.Namespace) -> int:
     if not args.descriptions.is_dir():
         raise SystemExit(f"mcp-pd index: {args.descriptions} is not a directory")
     _, pd = serve_simulation(args.descriptions, mode="catalog", watch=False, vector_cache=_vector_cache(args, "index"))
-    for problem in pd.store.problems:
-        print(f"mcp-pd: problem: {problem}", file=sys.stderr)
     assert pd.metatools is not None  # catalog mode
     index = pd.metatools.index
     try:
@@ -335,8 +333,12 @@ async def _preflight(server: Any, pd: Any) -> list[str]:
     if isinstance(server, MCPServer):
         pd.catalog.update(await server.list_tools(), complete=True)
     # A simulated server's catalog is merged by serve_simulation itself.
-    lines = [f"{len(pd.catalog)} tools, {len(pd.store)} JSON definitions"]
-    lines += [f"problem: {p}" for p in pd.store.problems]
+    problems = len(pd.store.problems)
+    # Each problem was logged once when the store found it (mcp_pd.store): counted here, not printed again.
+    lines = [
+        f"{len(pd.catalog)} tools, {len(pd.store)} JSON definitions"
+        + (f", {problems} problem(s) above" if problems else "")
+    ]
     lines += [f"orphan: {n}.json describes a tool this server does not have (not served)" for n in pd.catalog.orphans()]
     return lines
 
@@ -442,11 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("export", help="write the definitions of existing MCP servers to files (mcp-pd export --help)")
     args = parser.parse_args(argv)
     if args.command == "index":
-        # Definition problems are printed once by _index; the cache's own warnings still show.
         logging.basicConfig(stream=sys.stderr, level="WARNING", format="%(levelname)s %(name)s: %(message)s")
-        logging.getLogger("mcp_pd.store").setLevel(logging.ERROR)
-        logging.getLogger("mcp_pd").setLevel(logging.ERROR)
-        logging.getLogger("mcp_pd.search").setLevel(logging.WARNING)
         return _index(args)
     return _serve(args)
 

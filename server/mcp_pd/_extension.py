@@ -267,8 +267,6 @@ class ProgressiveDisclosure:
                 "subscriptions/listen", types.SubscriptionsListenRequestParams, ListenHandler(bus)
             )
         self.advertiser.install(lowlevel, server)
-        for problem in self.store.problems:
-            logger.warning("tool definition problem: %s", problem)
         return self
 
     # -- the catalog -------------------------------------------------------------------------------
