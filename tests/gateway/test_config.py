@@ -88,3 +88,18 @@ def test_names_are_namespaced_only_where_they_collide_and_always_the_same_way() 
     # Order of servers and of their tools does not matter.
     reordered = {"a": ["describe_tools", "write", "search"], "b": ["read", "search"]}
     assert assign_names(reordered, {"b": "bee_"}, reserved={"describe_tools"}) == routes
+
+
+def test_an_instance_says_what_it_is_for(tmp_path: Path) -> None:
+    path = tmp_path / "servers.json"
+    servers = {
+        "work": {"command": "x", "description": "GitHub, work account"},
+        "home": {"command": "x", "category": "personal"},
+        "misc": {"command": "x"},
+    }
+    path.write_text(json.dumps({"mcpServers": servers}))
+    labels = {c.name: c.label for c in load_config(path)}
+    assert labels == {"work": "GitHub, work account", "home": "personal", "misc": "misc"}
+    path.write_text(json.dumps({"mcpServers": {"a": {"command": "x", "description": "x" * 61}}}))
+    with pytest.raises(ConfigError, match="description must be 1 to 60 characters"):
+        load_config(path)

@@ -49,3 +49,42 @@ def test_catalog_mode_passes_both_profiles_over_http(tmp_path: Path, npm: dict[s
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "Profiles: tool-fallback (ran), catalog (ran)" in done.stdout
     assert "VERDICT: PASS" in done.stdout
+
+
+def _twins(tmp_path: Path, npm: dict[str, Path], mark: str) -> Path:
+    """Two instances of one server (two memory files): every tool name collides."""
+    return write_config(
+        tmp_path / "twins.json",
+        {
+            name: stdio(
+                "node",
+                str(npm["memory"]),
+                mark=mark,
+                env={"MEMORY_FILE_PATH": str(tmp_path / f"{name}.jsonl")},
+                **({"description": "team knowledge graph"} if name == "work" else {}),
+            )
+            for name in ("work", "home")
+        },
+    )
+
+
+def _twin_check(target: list[str], env: dict[str, str] | None, *extra: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "mcp_pd", "check", *target, "--call-tool", "work__read_graph", "--args", "{}"]
+    return subprocess.run([*argv, *extra, "-q", "--no-color"], capture_output=True, text=True, timeout=600, env=env)
+
+
+def test_twin_upstreams_are_told_apart_and_pass_over_stdio(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
+    # Identical one-liners fail tools-list/distinct-descriptions (PD-3.1-02): each twin's line names its upstream.
+    params = gateway_params("--config", str(_twins(tmp_path, npm, mark)))
+    done = _twin_check(["--stdio", shlex.join([params.command, *params.args])], params.env)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "VERDICT: PASS" in done.stdout
+
+
+def test_twin_upstreams_pass_over_http_in_catalog_mode(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
+    args = ("--config", str(_twins(tmp_path, npm, mark)), "--mode", "catalog", "--transport", "http", "--port")
+    params = gateway_params(*args)
+    with http_command([params.command, *params.args]) as url:
+        done = _twin_check(["--url", url], params.env, "--profile", "catalog,tool-fallback", "--strict")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "VERDICT: PASS" in done.stdout

@@ -30,7 +30,9 @@ class UpstreamConfig:
     """One upstream MCP server.
 
     `name` is the key in the config; served names and categories derive from it. `prefix` replaces `name__` on the
-    tools of this server that collide with another server's; `category` overrides the server name as category.
+    tools of this server that collide with another server's; `category` overrides the server name as category;
+    `description` says what this instance is for ("GitHub, work account"): a colliding tool's listed line starts
+    with it (else with the category or the name), so a model can tell two instances of one server apart.
     """
 
     name: str
@@ -42,6 +44,12 @@ class UpstreamConfig:
     headers: Mapping[str, str] = field(default_factory=dict)
     prefix: str | None = None
     category: str | None = None
+    description: str | None = None
+
+    @property
+    def label(self) -> str:
+        """How a colliding tool's listed line names this upstream."""
+        return self.description or self.category or self.name
 
     @property
     def transport(self) -> Literal["stdio", "http"]:
@@ -97,6 +105,9 @@ def _upstream(name: str, entry: Any, where: str) -> UpstreamConfig | None:
     if prefix is not None and _UNSAFE.search(prefix):
         raise ConfigError(f"{where}.prefix may hold only A-Z a-z 0-9 _ - . (it becomes part of tool names)")
     category = _optional_string(entry, "category", where)
+    description = _optional_string(entry, "description", where)
+    if description is not None and not 0 < len(description.strip()) <= 60:
+        raise ConfigError(f"{where}.description must be 1 to 60 characters (it starts the listed line of its twins)")
     if command is not None:
         if not isinstance(command, str) or not command.strip():
             raise ConfigError(f"{where}.command must be a non-empty string")
@@ -109,6 +120,7 @@ def _upstream(name: str, entry: Any, where: str) -> UpstreamConfig | None:
             cwd=cwd,
             prefix=prefix,
             category=category,
+            description=description,
         )
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ConfigError(f"{where}.url must be an http:// or https:// URL")
@@ -118,6 +130,7 @@ def _upstream(name: str, entry: Any, where: str) -> UpstreamConfig | None:
         headers=_string_map(entry.get("headers", {}), f"{where}.headers"),
         prefix=prefix,
         category=category,
+        description=description,
     )
 
 

@@ -102,7 +102,12 @@ class Gateway:
         listing = []
         for served, route in routes.items():
             tool = by_route[(route.server, route.tool)]
-            update: dict[str, Any] = {} if served == tool.name else {"name": served}
+            update: dict[str, Any] = {}
+            if served != tool.name:
+                # Namespaced because another upstream lists the same name (two instances of one server, say):
+                # the listed line says which instance, or the model has identical lines to choose between.
+                label = self.pool.upstreams[route.server].config.label
+                update = {"name": served, "description": f"({label}) {tool.description or route.tool}"}
             if self.categories:
                 # Catalog mode browses by upstream (or the config's category). Only there: in the other modes
                 # `_meta` rides in every listed entry, and the category would cost tokens for nothing.
@@ -128,6 +133,16 @@ class Gateway:
     def instructions(self) -> str:
         names = list(self.pool.upstreams)
         parts = [f"This gateway serves the tools of {len(names)} MCP server(s): {', '.join(names)}."]
+        served: dict[str, list[str]] = {}
+        for name, route in self.routes.items():
+            served.setdefault(route.server, []).append(name)
+        lines = []
+        for name in names:  # which tools are whose: two instances of one server list the same tools
+            tools = served.get(name, [])
+            label = self.pool.upstreams[name].config.label
+            shown = ", ".join(tools[:8]) + (f" and {len(tools) - 8} more" if len(tools) > 8 else "")
+            lines.append(f"- {name}" + (f" ({label})" if label != name else "") + f": {shown or 'no tools yet'}")
+        parts.append("\n".join(lines))
         for name, upstream in self.pool.upstreams.items():
             text = upstream.instructions or self.cached.get(name, CachedServer(())).instructions
             if text and text.strip():
