@@ -85,6 +85,11 @@ def _serve_parser(sub: Any) -> None:
         help="HTTP: require a bearer token from this JSON file ({token: {client_id, subject}}); grants are then kept "
         "per principal (spec/sessions.md)",
     )
+    p.add_argument(
+        "--no-metrics",
+        action="store_true",
+        help="HTTP: do not serve GET /metrics (Prometheus text format; on when the metrics extra is installed)",
+    )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     _http_limit_flags(p)
 
@@ -343,6 +348,20 @@ async def _preflight(server: Any, pd: Any) -> list[str]:
     return lines
 
 
+def serve_metrics(pd: Any, lowlevel: Any, *, enabled: bool, **views: Any) -> Any:
+    """A `Metrics` instrumenting `lowlevel` (None when turned off or the metrics extra is missing)."""
+    if not enabled or importlib.util.find_spec("prometheus_client") is None:
+        return None
+    from collections.abc import Sized
+
+    from ._metrics import Metrics
+
+    grants = pd.grants
+    metrics = Metrics(grants=lambda: len(grants) if isinstance(grants, Sized) else None, **views)
+    metrics.instrument(lowlevel)
+    return metrics
+
+
 def _report_warm_up(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:  # the first search builds it again and says why
         logging.getLogger("mcp_pd.search").warning("search index warm-up failed: %s", task.exception())
@@ -386,6 +405,7 @@ def _serve(args: argparse.Namespace) -> int:
                 await lowlevel.run(read, write, options)
             return
         from ._http import describe_http, http_server
+        from ._metrics import with_metrics
 
         http = http_server(
             lowlevel,
@@ -396,6 +416,11 @@ def _serve(args: argparse.Namespace) -> int:
             stateless=args.stateless,
             log_level=args.log_level.lower(),
         )
+        metrics = serve_metrics(pd, lowlevel, enabled=not args.no_metrics)
+        if metrics is not None:
+            # Inside the bearer check: with --bearer-tokens, /metrics needs a token like /mcp does.
+            http.config.app = with_metrics(http.config.app, metrics)
+            print("mcp-pd: Prometheus metrics at GET /metrics", file=sys.stderr)
         if args.bearer_tokens is not None:
             from ._auth import StaticTokenVerifier, require_bearer
 

@@ -76,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     proxy.add_argument(
         "--bearer-tokens", type=Path, metavar="FILE", help="HTTP: require these bearer tokens; grants per principal"
     )
+    proxy.add_argument(
+        "--no-metrics", action="store_true", help="HTTP: do not serve GET /metrics (on with the metrics extra)"
+    )
     export = sub.add_parser("export", help="write one JSON definition per upstream tool, ready to enrich by hand")
     _upstream_arguments(export)
     export.add_argument("--out", type=Path, required=True, help="directory to write (merged if it exists)")
@@ -126,6 +129,7 @@ async def _proxy(args: argparse.Namespace, configs: list[UpstreamConfig]) -> Non
 async def _serve(args: argparse.Namespace, configs: list[UpstreamConfig], pool: UpstreamPool, cached: Any) -> None:
     from mcp.server.lowlevel import NotificationOptions
 
+    from mcp_pd._cli import serve_metrics
     from mcp_pd._policy import RateLimit
 
     from ._server import build_gateway
@@ -160,6 +164,18 @@ async def _serve(args: argparse.Namespace, configs: list[UpstreamConfig], pool: 
     import uvicorn
 
     app: Any = server.streamable_http_app(host=args.host)
+    metrics = serve_metrics(
+        _pd,
+        server,
+        enabled=not args.no_metrics,
+        upstream_of=lambda name: route.server if (route := gateway.routes.get(name)) is not None else None,
+        upstreams=lambda: [(name, u.state, u.starts) for name, u in pool.upstreams.items()],
+    )
+    if metrics is not None:  # inside the bearer check, like /mcp
+        from mcp_pd._metrics import with_metrics
+
+        app = with_metrics(app, metrics)
+        print("mcp-pd proxy: Prometheus metrics at GET /metrics", file=sys.stderr)
     if args.bearer_tokens is not None:
         from mcp_pd._auth import StaticTokenVerifier, require_bearer
 

@@ -1,0 +1,192 @@
+"""Prometheus metrics for `mcp-pd serve` and `mcp-pd proxy` over HTTP (`GET /metrics`; the `metrics` extra).
+
+The server's request handlers are wrapped from outside, after the extension is installed, so nothing in the
+extension knows about metrics: every request is timed and counted by method and outcome, and what it says is read
+from its result (a refusal's code, the tools described, the tool called). Gauges (grants held, each upstream's
+state and starts) are read when scraped, never kept in step. Knows handler results and the official
+`prometheus-client`; nothing of how decisions are made.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+__all__ = ["PATH", "Metrics", "UpstreamView", "with_metrics"]
+
+PATH: Final = "/metrics"
+_METHODS: Final = (
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "server/discover",
+)
+_DESCRIBE: Final = "describe_tools"
+_CALL: Final = "call_tool"
+
+UpstreamView = Callable[[], Iterable[tuple[str, str, int]]]
+"""(upstream, state, starts) for each upstream of a gateway, read at scrape time."""
+
+
+class Metrics:
+    """One registry per server: request, refusal, describe and call counters, latency histograms, gauges."""
+
+    def __init__(
+        self,
+        *,
+        grants: Callable[[], int | None] = lambda: None,
+        upstream_of: Callable[[str], str | None] = lambda name: None,
+        upstreams: UpstreamView | None = None,
+    ) -> None:
+        self.registry = CollectorRegistry()
+        self._upstream_of = upstream_of
+        self.requests = Counter(
+            "mcp_pd_requests", "MCP requests by method and outcome", ["method", "outcome"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "mcp_pd_request_seconds", "Time to answer an MCP request", ["method"], registry=self.registry
+        )
+        self.refusals = Counter("mcp_pd_refusals", "Refusals by error code", ["code"], registry=self.registry)
+        self.describes = Counter(
+            "mcp_pd_tool_describes",
+            "Tool definitions returned (resource reads and describe_tools)",
+            ["tool"],
+            registry=self.registry,
+        )
+        self.calls = Counter("mcp_pd_tool_calls", "Tool calls by outcome", ["tool", "outcome"], registry=self.registry)
+        self.upstream_latency = Histogram(
+            "mcp_pd_upstream_call_seconds",
+            "Tool calls through the gateway, by upstream",
+            ["upstream"],
+            registry=self.registry,
+        )
+        self.registry.register(_Gauges(grants, upstreams))
+
+    def instrument(self, server: Server[Any]) -> None:
+        """Wrap every request handler `server` has (call after the extension is installed)."""
+        for method in _METHODS:
+            entry = server.get_request_handler(method)
+            if entry is not None:
+                server.add_request_handler(method, entry.params_type, self._wrap(method, entry.handler))
+
+    def _wrap(self, method: str, handler: Any) -> Any:
+        async def observed(ctx: Any, params: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                result = await handler(ctx, params)
+            except MCPError as exc:
+                self._done(method, params, "error", started, exc.error.data)
+                raise
+            except Exception:
+                self._done(method, params, "error", started, None)
+                raise
+            error = _error_document(result)
+            self._done(method, params, "refused" if error is not None else "ok", started, error, result)
+            return result
+
+        return observed
+
+    def _done(self, method: str, params: Any, outcome: str, started: float, error: Any, result: Any = None) -> None:
+        seconds = time.perf_counter() - started
+        self.latency.labels(method).observe(seconds)
+        code = error.get("code") if isinstance(error, Mapping) else None
+        if isinstance(code, str):
+            self.refusals.labels(code).inc()
+        if method == "tools/call" and outcome == "ok" and isinstance(result, types.CallToolResult) and result.is_error:
+            outcome = "tool_error"  # the tool ran and said it failed: not a refusal
+        self.requests.labels(method, outcome).inc()
+        if method == "tools/call":
+            name, arguments = str(params.name), params.arguments or {}
+            if name == _CALL and isinstance(arguments.get("name"), str):
+                name, arguments = arguments["name"], arguments.get("arguments") or {}
+            if name == _DESCRIBE:
+                if outcome == "ok" and isinstance(result, types.CallToolResult):
+                    for tool in result.structured_content or {}:
+                        self.describes.labels(tool).inc()
+            else:
+                self.calls.labels(name, outcome).inc()
+                upstream = self._upstream_of(name)
+                if upstream is not None and outcome in ("ok", "tool_error"):
+                    self.upstream_latency.labels(upstream).observe(seconds)
+        elif method == "resources/read" and outcome == "ok" and isinstance(result, types.ReadResourceResult):
+            meta = (result.contents[0].meta or {}) if result.contents else {}
+            for entry in meta.values():
+                if isinstance(entry, Mapping) and isinstance(entry.get("versions"), Mapping):
+                    for tool in entry["versions"]:
+                        self.describes.labels(str(tool)).inc()
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def _error_document(result: Any) -> Mapping[str, Any] | None:
+    """A refusal's error document in a tool result (`{"error": {"code": ...}}`), else None."""
+    if isinstance(result, types.CallToolResult) and result.is_error:
+        content = result.structured_content
+        if isinstance(content, Mapping) and isinstance(content.get("error"), Mapping):
+            error: Mapping[str, Any] = content["error"]
+            if isinstance(error.get("code"), str):
+                return error
+    return None
+
+
+class _Gauges:
+    """Grants held and each upstream's state, read from their owners at scrape time."""
+
+    def __init__(self, grants: Callable[[], int | None], upstreams: UpstreamView | None) -> None:
+        self._grants = grants
+        self._upstreams = upstreams
+
+    def collect(self) -> Iterable[Any]:
+        held = self._grants()
+        if held is not None:
+            gauge = GaugeMetricFamily("mcp_pd_grant_sessions", "Sessions (or principals) holding grants")
+            gauge.add_metric([], held)
+            yield gauge
+        if self._upstreams is not None:
+            state = GaugeMetricFamily(
+                "mcp_pd_upstream_state", "1 for each upstream's current state", labels=["upstream", "state"]
+            )
+            starts = CounterMetricFamily(
+                "mcp_pd_upstream_starts", "Times each upstream was started", labels=["upstream"]
+            )
+            for name, current, count in self._upstreams():
+                state.add_metric([name, current], 1)
+                starts.add_metric([name], count)
+            yield state
+            yield starts
+
+
+def with_metrics(app: Any, metrics: Metrics) -> Any:
+    """The ASGI `app` answering `GET /metrics` with `metrics` (Prometheus text format) and everything else as before."""
+
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") == "http" and scope.get("path") == PATH:
+            if scope.get("method") != "GET":
+                await _respond(send, 405, b"GET only\n", "text/plain; charset=utf-8")
+                return
+            await _respond(send, 200, metrics.exposition(), CONTENT_TYPE_LATEST)
+            return
+        await app(scope, receive, send)
+
+    return asgi
+
+
+async def _respond(send: Any, status: int, body: bytes, content_type: str) -> None:
+    headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
