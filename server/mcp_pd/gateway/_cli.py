@@ -156,6 +156,8 @@ async def _serve(args: argparse.Namespace, configs: list[UpstreamConfig], pool: 
     running = sum(u.state == "ready" for u in pool.upstreams.values())
     summary = f"{len(gateway.listing)} tools from {len(configs)} upstream(s), {running} running"
     print(f"mcp-pd proxy: {summary}", file=sys.stderr)
+    if args.config is not None and pool.task_group is not None:
+        pool.task_group.start_soon(_watch_config, args, pool)
     if args.transport == "stdio":
         options = server.create_initialization_options(NotificationOptions(tools_changed=True))
         async with pipe_stdio() as (read, write):
@@ -186,6 +188,24 @@ async def _serve(args: argparse.Namespace, configs: list[UpstreamConfig], pool: 
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level.lower())
     print(f"mcp-pd proxy: serving on http://{args.host}:{args.port}/mcp", file=sys.stderr)
     await uvicorn.Server(config).serve()
+
+
+async def _watch_config(args: argparse.Namespace, pool: UpstreamPool) -> None:
+    """Apply every edit of the config file: exactly the upstreams that changed are added, removed or restarted
+    (the rest keep their sessions and every client's grants); a broken edit keeps the last good config."""
+    from watchfiles import awatch
+
+    path = Path(args.config).resolve()
+    # The folder, not the file: editors save by writing a new file and renaming it over the old one.
+    async for _ in awatch(path.parent, watch_filter=lambda _change, changed: Path(changed) == path, debounce=200):
+        try:
+            configs = _configs(args)
+        except ConfigError as exc:
+            print(f"mcp-pd proxy: {path} not reloaded, still serving its last good version: {exc}", file=sys.stderr)
+            continue
+        done = await pool.reconfigure(configs)
+        said = "; ".join(f"{what} {', '.join(names)}" for what, names in done.items() if names) or "nothing changed"
+        print(f"mcp-pd proxy: {path} reloaded: {said}", file=sys.stderr)
 
 
 async def _export(args: argparse.Namespace, configs: list[UpstreamConfig]) -> int:

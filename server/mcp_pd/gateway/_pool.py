@@ -117,6 +117,7 @@ class Upstream:
         # An upstream that serves progressive disclosure itself: its full definitions (examples, guidance), by name.
         self.definitions: dict[str, dict[str, Any]] = {}
         self._supervised = False
+        self.removed = anyio.Event()  # taken out of the config: stop for good (the pool stays)
         self._attempt = anyio.Event()
         self._recycle = anyio.Event()
         self._recycle_reason = ""
@@ -168,15 +169,27 @@ class Upstream:
             self._recycle_reason, self._reinit = reason, reinit
             self._recycle.set()
 
+    async def stop(self) -> None:
+        """Stop this upstream for good (its process too) and wait until it has; bounded."""
+        self.removed.set()
+        self.recycle("was removed from the gateway's config")
+        with anyio.move_on_after(self.pool.start_timeout + 5):
+            while self._supervised and self.state != "closed":
+                await anyio.sleep(0.02)
+        self.state = "closed"
+
+    def _ending(self) -> bool:
+        return self.pool.closing or self.removed.is_set()
+
     async def _supervise(self) -> None:
-        while not self.pool.closing:
+        while not self._ending():
             if self._attempt.is_set():
                 self._attempt = anyio.Event()
             self.state = "starting"
             self.starts += 1
             reason, reinit, up_for = await self._connect_once()
             self.session = None
-            if self.pool.closing:
+            if self._ending():
                 break
             if reinit:
                 logger.info("upstream %r: %s; opening a new session", self.name, reason)
@@ -188,7 +201,7 @@ class Upstream:
             self._attempt.set()
             logger.warning("upstream %r %s; restarting in %.1f s (failure %d)", self.name, reason, delay, self.failures)
             with anyio.move_on_after(delay):
-                await self.pool.closed.wait()
+                await _first_of(self.pool.closed, self.removed)
         self.state = "closed"
         self._attempt.set()
 
@@ -246,8 +259,8 @@ class Upstream:
         async with anyio.create_task_group() as tg:
 
             async def closing() -> None:
-                await self.pool.closed.wait()
-                self.recycle("is shutting down")
+                await _first_of(self.pool.closed, self.removed)
+                self.recycle("is shutting down" if self.pool.closing else "was removed from the gateway's config")
 
             async def died() -> None:
                 assert process is not None
@@ -473,12 +486,44 @@ class UpstreamPool:
             for upstream in chosen:
                 await upstream._attempt.wait()
 
-    async def tools_listed(self, upstream: Upstream, tools: tuple[types.Tool, ...]) -> None:
-        if upstream.tools == tools:
-            return
-        upstream.tools = tools
+    async def reconfigure(self, configs: Iterable[UpstreamConfig]) -> dict[str, list[str]]:
+        """Apply an edited config: stop the upstreams that left or changed, start the new and changed ones, leave
+        the rest (their sessions, and every client's grants on their tools) alone. Returns what it did."""
+        wanted = {config.name: config for config in configs}
+        removed = [n for n in self.upstreams if n not in wanted]
+        restarted = [n for n in self.upstreams if n in wanted and wanted[n] != self.upstreams[n].config]
+        added = [n for n in wanted if n not in self.upstreams]
+        gone = [self.upstreams[n] for n in removed + restarted]
+        for upstream in gone:
+            await upstream.stop()
+        kept = {n: u for n, u in self.upstreams.items() if n not in removed and n not in restarted}
+        self.upstreams = {n: kept[n] if n in kept else Upstream(wanted[n], self) for n in wanted}
+        for upstream in gone:  # their tools leave the listing now; the new ones join when they have listed
+            await self._notify(upstream)
+        await self.start_all(restarted + added)
+        return {"added": added, "removed": removed, "restarted": restarted}
+
+    async def _notify(self, upstream: Upstream) -> None:
         for listener in self.listeners:
             try:
                 await listener(upstream)
             except Exception:
                 logger.exception("tool change listener failed")
+
+    async def tools_listed(self, upstream: Upstream, tools: tuple[types.Tool, ...]) -> None:
+        if upstream.tools == tools:
+            return
+        upstream.tools = tools
+        await self._notify(upstream)
+
+
+async def _first_of(*events: anyio.Event) -> None:
+    """Return when any of `events` is set."""
+    async with anyio.create_task_group() as tg:
+
+        async def wait(event: anyio.Event) -> None:
+            await event.wait()
+            tg.cancel_scope.cancel()
+
+        for event in events:
+            tg.start_soon(wait, event)
