@@ -25,7 +25,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 # the rest (`-m "not slow"`) in under a minute; `./dev test` runs everything.
 SLOW = (
     "test_packaging.py",
-    "gateway/",
+    "gateway/",  # npm upstreams, the browser
     "test_redis_",
     "conformance/",
     "test_fuzz.py",

@@ -10,6 +10,8 @@ state and starts) are read when scraped, never kept in step. Knows handler resul
 from __future__ import annotations
 
 import time
+from collections import Counter as Counter_
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
@@ -75,6 +77,11 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_Gauges(grants, upstreams))
+        # Plain tallies beside the Prometheus series, for the operator page (which reads, never scrapes).
+        self.described: Counter_[str] = Counter_()
+        self.called: Counter_[str] = Counter_()
+        self.latest_refusals: deque[tuple[float, str, str]] = deque(maxlen=20)  # (unix time, code, tool)
+        self.upstream_seconds: dict[str, deque[float]] = {}
 
     def instrument(self, server: Server[Any]) -> None:
         """Wrap every request handler `server` has (call after the extension is installed)."""
@@ -106,31 +113,45 @@ class Metrics:
         code = error.get("code") if isinstance(error, Mapping) else None
         if isinstance(code, str):
             self.refusals.labels(code).inc()
+            self.latest_refusals.append((time.time(), code, _target(params)))
         if method == "tools/call" and outcome == "ok" and isinstance(result, types.CallToolResult) and result.is_error:
             outcome = "tool_error"  # the tool ran and said it failed: not a refusal
         self.requests.labels(method, outcome).inc()
         if method == "tools/call":
-            name, arguments = str(params.name), params.arguments or {}
-            if name == _CALL and isinstance(arguments.get("name"), str):
-                name, arguments = arguments["name"], arguments.get("arguments") or {}
+            name = _target(params)
             if name == _DESCRIBE:
                 if outcome == "ok" and isinstance(result, types.CallToolResult):
                     for tool in result.structured_content or {}:
                         self.describes.labels(tool).inc()
+                        self.described[tool] += 1
             else:
                 self.calls.labels(name, outcome).inc()
+                self.called[name] += 1
                 upstream = self._upstream_of(name)
                 if upstream is not None and outcome in ("ok", "tool_error"):
                     self.upstream_latency.labels(upstream).observe(seconds)
+                    self.upstream_seconds.setdefault(upstream, deque(maxlen=500)).append(seconds)
         elif method == "resources/read" and outcome == "ok" and isinstance(result, types.ReadResourceResult):
             meta = (result.contents[0].meta or {}) if result.contents else {}
             for entry in meta.values():
                 if isinstance(entry, Mapping) and isinstance(entry.get("versions"), Mapping):
                     for tool in entry["versions"]:
                         self.describes.labels(str(tool)).inc()
+                        self.described[str(tool)] += 1
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _target(params: Any) -> str:
+    """The tool a request is about (the inner one of catalog mode's call_tool), or the resource it reads."""
+    name = getattr(params, "name", None)
+    if name is None:
+        return str(getattr(params, "uri", ""))
+    arguments = getattr(params, "arguments", None) or {}
+    if name == _CALL and isinstance(arguments.get("name"), str):
+        return str(arguments["name"])
+    return str(name)
 
 
 def _error_document(result: Any) -> Mapping[str, Any] | None:

@@ -79,6 +79,11 @@ def _parser() -> argparse.ArgumentParser:
     proxy.add_argument(
         "--no-metrics", action="store_true", help="HTTP: do not serve GET /metrics (on with the metrics extra)"
     )
+    proxy.add_argument(
+        "--no-admin",
+        action="store_true",
+        help="HTTP: do not serve the operator page at GET /admin (loopback clients only, or bearer tokens)",
+    )
     export = sub.add_parser("export", help="write one JSON definition per upstream tool, ready to enrich by hand")
     _upstream_arguments(export)
     export.add_argument("--out", type=Path, required=True, help="directory to write (merged if it exists)")
@@ -178,6 +183,13 @@ async def _serve(args: argparse.Namespace, configs: list[UpstreamConfig], pool: 
 
         app = with_metrics(app, metrics)
         print("mcp-pd proxy: Prometheus metrics at GET /metrics", file=sys.stderr)
+    if not args.no_admin:
+        from ._admin import ADMIN_PATH, with_admin
+
+        tokens = args.bearer_tokens is not None
+        app = with_admin(app, pool=pool, gateway=gateway, pd=_pd, metrics=metrics, tokens_required=tokens)
+        who = "with a bearer token" if tokens else "from loopback clients"
+        print(f"mcp-pd proxy: operator page at GET {ADMIN_PATH} ({who})", file=sys.stderr)
     if args.bearer_tokens is not None:
         from mcp_pd._auth import StaticTokenVerifier, require_bearer
 

@@ -1,0 +1,183 @@
+"""The operator page of `mcp-pd proxy` over HTTP (`GET /admin`): what a team running the gateway for others needs
+to see without reading logs.
+
+Server-rendered HTML, no script and nothing loaded from elsewhere (works offline); it refreshes itself every two
+seconds unless it shows a search. Each upstream's state, process id, starts, last error, tool count and call
+latency; its tools with their listed line and how often they were described and called; how many sessions hold
+grants; the latest refusals by code; in catalog mode a search box showing the ranked hits and why. Never shows
+configuration values (commands, arguments, environment, headers) or tokens. Loopback clients only unless the
+gateway requires bearer tokens, and then only with one. Reads the pool, the gateway, the extension and the metrics
+tallies; changes nothing.
+"""
+
+from __future__ import annotations
+
+import html
+import statistics
+import time
+from collections.abc import Sized
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import parse_qs
+
+if TYPE_CHECKING:
+    from mcp_pd import ProgressiveDisclosure
+    from mcp_pd._metrics import Metrics
+
+    from ._pool import UpstreamPool
+    from ._server import Gateway
+
+__all__ = ["ADMIN_PATH", "with_admin"]
+
+ADMIN_PATH: Final = "/admin"
+_LOOPBACK: Final = ("127.0.0.1", "::1", "localhost")
+_STYLE: Final = """
+body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
+th{background:#f3f3f3}.ready{color:#176317;font-weight:600}.failed{color:#b00020;font-weight:600}
+.starting,.idle{color:#8a6d00;font-weight:600}.closed{color:#666}code{font-size:13px}.muted{color:#666}
+"""
+
+
+def with_admin(
+    app: Any,
+    *,
+    pool: UpstreamPool,
+    gateway: Gateway,
+    pd: ProgressiveDisclosure,
+    metrics: Metrics | None,
+    tokens_required: bool,
+) -> Any:
+    """The ASGI `app` answering `GET /admin` with the operator page and everything else as before."""
+
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http" or scope.get("path") != ADMIN_PATH:
+            await app(scope, receive, send)
+            return
+        client = (scope.get("client") or ("", 0))[0]
+        if not tokens_required and client not in _LOOPBACK:
+            await _respond(send, 403, "The operator page answers loopback clients only (or set --bearer-tokens).\n")
+            return
+        if scope.get("method") != "GET":
+            await _respond(send, 405, "GET only\n")
+            return
+        query = parse_qs(scope.get("query_string", b"").decode("utf-8", "replace")).get("q", [""])[0][:200]
+        page = await _page(pool, gateway, pd, metrics, query)
+        await _respond(send, 200, page, "text/html; charset=utf-8")
+
+    return asgi
+
+
+async def _respond(send: Any, status: int, body: str, content_type: str = "text/plain; charset=utf-8") -> None:
+    data = body.encode("utf-8")
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(data)).encode()),
+        (b"cache-control", b"no-store"),
+        (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'; form-action 'self'"),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": data})
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _percentiles(samples: Any) -> str:
+    values = sorted(samples or ())
+    if not values:
+        return "-"
+    p50 = statistics.median(values) * 1000
+    p95 = values[min(len(values) - 1, int(0.95 * (len(values) - 1) + 0.5))] * 1000
+    return f"{p50:.1f} / {p95:.1f} ms"
+
+
+async def _page(
+    pool: UpstreamPool, gateway: Gateway, pd: ProgressiveDisclosure, metrics: Metrics | None, query: str
+) -> str:
+    served: dict[str, list[str]] = {}
+    for name, route in gateway.routes.items():
+        served.setdefault(route.server, []).append(name)
+    upstream_rows = []
+    for name, upstream in pool.upstreams.items():
+        label = upstream.config.label
+        state = upstream.state
+        upstream_rows.append(
+            [
+                _e(name) + (f" <span class=muted>({_e(label)})</span>" if label != name else ""),
+                f"<span class={_e(state)} data-upstream-state={_e(name)}>{_e(state)}</span>",
+                _e(upstream.pid or "-"),
+                _e(upstream.starts),
+                _e(upstream.reason or "-"),
+                _e(len(upstream.tools) if upstream.tools is not None else "-"),
+                _percentiles(metrics.upstream_seconds.get(name) if metrics else None),
+            ]
+        )
+    parts = [
+        "<!doctype html><html><head><meta charset=utf-8><title>mcp-pd gateway</title>",
+        "" if query else '<meta http-equiv="refresh" content="2">',
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>mcp-pd gateway <span class=muted>({_e(pd.mode)} mode, {len(gateway.listing)} tools)</span></h1>",
+        "<h2>Upstreams</h2>",
+        _table(["upstream", "state", "pid", "starts", "last error", "tools", "call latency p50 / p95"], upstream_rows),
+    ]
+    held = len(pd.grants) if isinstance(pd.grants, Sized) else None
+    parts.append(
+        "<h2>Grants</h2><p>"
+        + (f"{held} session(s) or principal(s) hold grants." if held is not None else "Kept in Redis (not counted).")
+        + "</p>"
+    )
+    if metrics is not None and metrics.latest_refusals:
+        rows = [
+            [_e(time.strftime("%H:%M:%S", time.localtime(t))), f"<code>{_e(code)}</code>", _e(tool)]
+            for t, code, tool in reversed(metrics.latest_refusals)
+        ]
+        parts += ["<h2>Latest refusals</h2>", _table(["time", "code", "tool or resource"], rows)]
+    if pd.metatools is not None:
+        parts.append(await _search(pd, query))
+    for name, tools in served.items():
+        rows = []
+        for tool in tools:
+            line = (pd.catalog.minimal(tool) or {}).get("description", "")
+            described = metrics.described.get(tool, 0) if metrics else "-"
+            called = metrics.called.get(tool, 0) if metrics else "-"
+            rows.append([f"<code>{_e(tool)}</code>", _e(line), _e(described), _e(called)])
+        parts += [f"<h2>Tools of {_e(name)}</h2>", _table(["tool", "listed line", "described", "called"], rows)]
+    parts.append("</body></html>")
+    return "".join(parts)
+
+
+async def _search(pd: ProgressiveDisclosure, query: str) -> str:
+    assert pd.metatools is not None
+    form = (
+        f'<h2>Search</h2><form method=get action="{ADMIN_PATH}"><input name=q size=50 value="{_e(query)}" '
+        'placeholder="what a model would ask for"> <button type=submit>Search</button></form>'
+    )
+    if not query.strip():
+        return form
+    index = pd.metatools.index
+    found = await index.search(query, limit=10, category=None, allowed=None)
+    ranking = index.ranking
+    why = f"{ranking['ranking']} ranking" + (
+        f" ({ranking['model']})" if "model" in ranking else f": {ranking.get('why')}"
+    )
+    if found.abstained:
+        return (
+            form
+            + f"<p id=search-result>Abstained ({_e(found.reason)}); {_e(why)}. Categories: "
+            + _e(", ".join(c for c in found.browse if c))
+            + "</p>"
+        )
+    rows = []
+    for i, h in enumerate(found.hits):
+        only = ", ".join(found.ties.get(h.name, []))
+        rows.append([_e(i + 1), f"<code>{_e(h.name)}</code>", _e(h.category), _e(h.summary), _e(h.score), _e(only)])
+    summary = f"<p id=search-result>{found.total} tool(s) matched; {_e(why)}; confidence {found.confidence}.</p>"
+    table = _table(["#", "tool", "category", "listed line", "score", "only this one says"], rows)
+    return form + summary + table
