@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from gateway.gwtest import gateway_params, stdio, write_config
 from mcp import Client
@@ -65,6 +66,8 @@ async def test_an_edit_restarts_only_what_changed_and_keeps_grants(
                 # A broken edit changes nothing and says why.
                 config.write_text("{ not json")
                 await _until(lambda: "not reloaded, still serving its last good version" in said(), "the refusal")
+                page = httpx2.get(f"http://127.0.0.1:{port}/admin", timeout=10).text
+                assert "not reloaded, still serving its last good version" in page  # the operator page says so too
                 assert not (await client.call_tool("echo", {"text": "still"})).is_error
 
                 # Removing an upstream removes its tools (and only its tools).

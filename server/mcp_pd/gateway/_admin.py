@@ -127,6 +127,8 @@ async def _page(
         "<h2>Upstreams</h2>",
         _table(["upstream", "state", "pid", "starts", "last error", "tools", "call latency p50 / p95"], upstream_rows),
     ]
+    if pool.config_note:
+        parts.append(f"<p id=config-note>Config: {_e(pool.config_note)}</p>")
     held = len(pd.grants) if isinstance(pd.grants, Sized) else None
     parts.append(
         "<h2>Grants</h2><p>"

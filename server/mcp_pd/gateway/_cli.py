@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -213,10 +214,12 @@ async def _watch_config(args: argparse.Namespace, pool: UpstreamPool) -> None:
         try:
             configs = _configs(args)
         except ConfigError as exc:
-            print(f"mcp-pd proxy: {path} not reloaded, still serving its last good version: {exc}", file=sys.stderr)
+            pool.config_note = f"{path} not reloaded, still serving its last good version: {exc}"
+            print(f"mcp-pd proxy: {pool.config_note}", file=sys.stderr)
             continue
         done = await pool.reconfigure(configs)
         said = "; ".join(f"{what} {', '.join(names)}" for what, names in done.items() if names) or "nothing changed"
+        pool.config_note = f"{path} reloaded at {time.strftime('%H:%M:%S')}: {said}"
         print(f"mcp-pd proxy: {path} reloaded: {said}", file=sys.stderr)
 
 

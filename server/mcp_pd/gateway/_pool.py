@@ -445,6 +445,7 @@ class UpstreamPool:
         self.closing = False
         self.closed = anyio.Event()
         self.listeners: list[ChangeListener] = []
+        self.config_note = ""  # what the last config reload did, or why it was refused (the operator page shows it)
         self._stack: contextlib.AsyncExitStack | None = None
 
     def __getitem__(self, name: str) -> Upstream:
