@@ -8,12 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from gateway.gwtest import gateway_params, stdio, write_config
 from pdtest import http_command
 
 
-def _check(target: list[str], env: dict[str, str] | None) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "mcp_pd", "check", *target, "--call-tool", "read_graph", "--args", "{}"]
+def _check(
+    target: list[str], env: dict[str, str] | None, *extra: str, tool: str = "read_graph"
+) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "mcp_pd", "check", *target, "--call-tool", tool, "--args", "{}", *extra]
     return subprocess.run([*argv, "-q", "--no-color"], capture_output=True, text=True, timeout=600, env=env)
 
 
@@ -41,16 +44,6 @@ def test_conformance_over_http(tmp_path: Path, npm: dict[str, Path], mark: str) 
     assert "VERDICT: PASS" in done.stdout
 
 
-def test_catalog_mode_passes_both_profiles_over_http(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
-    args = ("--config", str(_config(tmp_path, npm, mark)), "--mode", "catalog", "--transport", "http", "--port")
-    params = gateway_params(*args)
-    with http_command([params.command, *params.args]) as url:
-        done = _check(["--url", url, "--profile", "catalog,tool-fallback", "--strict"], params.env)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "Profiles: tool-fallback (ran), catalog (ran)" in done.stdout
-    assert "VERDICT: PASS" in done.stdout
-
-
 def _twins(tmp_path: Path, npm: dict[str, Path], mark: str) -> Path:
     """Two instances of one server (two memory files): every tool name collides."""
     return write_config(
@@ -68,23 +61,23 @@ def _twins(tmp_path: Path, npm: dict[str, Path], mark: str) -> Path:
     )
 
 
-def _twin_check(target: list[str], env: dict[str, str] | None, *extra: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "mcp_pd", "check", *target, "--call-tool", "work__read_graph", "--args", "{}"]
-    return subprocess.run([*argv, *extra, "-q", "--no-color"], capture_output=True, text=True, timeout=600, env=env)
-
-
 def test_twin_upstreams_are_told_apart_and_pass_over_stdio(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
     # Identical one-liners fail tools-list/distinct-descriptions (PD-3.1-02): each twin's line names its upstream.
     params = gateway_params("--config", str(_twins(tmp_path, npm, mark)))
-    done = _twin_check(["--stdio", shlex.join([params.command, *params.args])], params.env)
+    done = _check(["--stdio", shlex.join([params.command, *params.args])], params.env, tool="work__read_graph")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "VERDICT: PASS" in done.stdout
 
 
-def test_twin_upstreams_pass_over_http_in_catalog_mode(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
-    args = ("--config", str(_twins(tmp_path, npm, mark)), "--mode", "catalog", "--transport", "http", "--port")
-    params = gateway_params(*args)
+@pytest.mark.parametrize("twins", [False, True], ids=["one-upstream", "twin-upstreams"])
+def test_catalog_mode_passes_both_profiles_over_http(
+    tmp_path: Path, npm: dict[str, Path], mark: str, twins: bool
+) -> None:
+    config = (_twins if twins else _config)(tmp_path, npm, mark)
+    params = gateway_params("--config", str(config), "--mode", "catalog", "--transport", "http", "--port")
     with http_command([params.command, *params.args]) as url:
-        done = _twin_check(["--url", url], params.env, "--profile", "catalog,tool-fallback", "--strict")
+        extra = ("--profile", "catalog,tool-fallback", "--strict")
+        done = _check(["--url", url], params.env, *extra, tool="work__read_graph" if twins else "read_graph")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "Profiles: tool-fallback (ran), catalog (ran)" in done.stdout
     assert "VERDICT: PASS" in done.stdout
