@@ -778,6 +778,7 @@ async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         else:
             what = f"failed with {document.get('code')}" if document else "did not return MISSING_TOOL_SELECTION"
             rec.fail(check_id, f"reading {uri} {what}", expected=expected, exchange=exchange)
+    await _no_tools_parameter(peer, rec, disc.base)
     await _blank_selection(peer, rec, disc.base)
     if not documents:
         rec.skip("missing-selection/error-document", "no MISSING_TOOL_SELECTION document was returned")
@@ -803,19 +804,38 @@ async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         rec.ok("missing-selection/error-document", f"message {message!r}, examples {short(examples, 160)}")
 
 
-async def _blank_selection(peer: Peer, rec: Recorder, base: str) -> None:
-    """Selections that name no tool (I-3 rule 8, ours): each must be refused like a missing one."""
+async def _not_missing_selection(peer: Peer, base: str, queries: tuple[str, ...]) -> list[tuple[str, Exchange]]:
+    """The reads among `queries` that were not refused with MISSING_TOOL_SELECTION."""
     problems: list[tuple[str, Exchange]] = []
-    for query in ("?tools=,,", "?tools=%20", "?tools=%20,%20", "?tools", "?other=x"):
+    for query in queries:
         exchange = await peer.read(base + query)
         document, _via = _missing_selection_doc(exchange)
         if document is None or document.get("code") != MISSING_TOOL_SELECTION:
             got = f"refused with {document.get('code')}" if document else short(exchange.received, 120)
             problems.append((f"{query}: {got}", exchange))
+    return problems
+
+
+async def _no_tools_parameter(peer: Peer, rec: Recorder, base: str) -> None:
+    """Spec 4.3: a read without the tools parameter MUST fail with MISSING_TOOL_SELECTION; other parameters or an
+    empty query do not make it a selection."""
+    queries = ("?tool=x", "?other=1", "?")
+    rec.judge(
+        "missing-selection/no-tools-parameter",
+        await _not_missing_selection(peer, base, queries),
+        ok=f"{len(queries)} reads without a tools parameter got MISSING_TOOL_SELECTION",
+        expected="MISSING_TOOL_SELECTION for a read whose query has no tools parameter (spec 4.3)",
+        prefix="reads without a tools parameter were not refused as MISSING_TOOL_SELECTION: ",
+    )
+
+
+async def _blank_selection(peer: Peer, rec: Recorder, base: str) -> None:
+    """Selections that name no tool (I-3 rule 8, ours): each must be refused like a missing one."""
+    queries = ("?tools=,,", "?tools=%20", "?tools=%20,%20", "?tools")
     rec.judge(
         "missing-selection/blank-selection",
-        problems,
-        ok="5 selections naming no tool got MISSING_TOOL_SELECTION",
-        expected="MISSING_TOOL_SELECTION for blank names, commas only, a bare 'tools' or only other parameters",
+        await _not_missing_selection(peer, base, queries),
+        ok=f"{len(queries)} selections naming no tool got MISSING_TOOL_SELECTION",
+        expected="MISSING_TOOL_SELECTION for blank names, commas only or a bare 'tools'",
         prefix="selections naming no tool were not refused as MISSING_TOOL_SELECTION: ",
     )

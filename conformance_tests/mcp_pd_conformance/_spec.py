@@ -525,10 +525,18 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         "Treat ?tools= with no names like a missing parameter.",
     ),
     _c(
+        "missing-selection/no-tools-parameter",
+        M,
+        ("PD-4.3-04",),
+        "a read without the tools parameter (?tool=x, ?other=1, an empty ?) returns MISSING_TOOL_SELECTION",
+        "A read whose query has no tools parameter is a read without a selection: refuse it with "
+        "MISSING_TOOL_SELECTION, whatever other parameters it carries.",
+    ),
+    _c(
         "missing-selection/blank-selection",
         S,
         ("PDX-PARSE-03", "PD-4.3-04"),
-        "?tools=,, / ?tools=%20 / ?tools (no =) / ?other=x name no tool and get MISSING_TOOL_SELECTION",
+        "?tools=,, / ?tools=%20 / ?tools (no =) name no tool and get MISSING_TOOL_SELECTION",
         "Ignore empty and blank names; when none is left, answer MISSING_TOOL_SELECTION.",
     ),
     _c(

@@ -54,6 +54,7 @@ STDIO_CONTROLS = (
     "loose-punctuation",
     "raw-query",
     "strict-query",
+    "other-params-all",
     "invalid-example",
     "lost-required",
     "split-content",

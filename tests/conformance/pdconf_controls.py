@@ -69,6 +69,7 @@ DEFECTS = {
     "unknown-fails-read": "a read naming any unknown tool fails as a whole (violates PD-4.3-02/PD-4.4-01)",
     "loose-punctuation": "names match ignoring '_', '-' and '.' (violates PD-4.3-03)",
     "raw-query": "the query is split without percent-decoding or merging (our I-3: WARNING)",
+    "other-params-all": "a read with only other parameters (?other=1) returns every tool (violates PD-4.3-04)",
     "strict-query": "a read with any other query parameter is refused (our I-3: WARNING)",
     "invalid-example": "an example that does not validate against its own schema (violates PD-3.2-02)",
     "lost-required": "served schemas lost their required lists; the tools still require them (violates PD-3.2-02)",
@@ -614,6 +615,11 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         if defect == "plain" or not uri.startswith(BASE) or uri[len(BASE) : len(BASE) + 1] not in ("", "?", "#"):
             raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}")
         names = parse_selection(uri.partition("#")[0], defect)
+        query = urlsplit(uri.partition("#")[0]).query
+        if defect == "other-params-all" and query and not any(
+            unquote(part.partition("=")[0]) == "tools" for part in query.split("&")
+        ):
+            names = list(FULL)  # read as "everything" instead of as no selection at all
         if not names:
             if defect == "refused-read-grants":
                 grant(key, list(FULL))

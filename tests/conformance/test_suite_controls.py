@@ -79,7 +79,8 @@ EXPECTATIONS = {
     "unknown-fails-read": _e("PD-4.3-02 PD-4.4-01", warns="PD-6.3-01"),
     "loose-punctuation": _e("PD-4.3-03"),
     "raw-query": _e(warns="PDX-PARSE-01 PDX-PARSE-03 PD-4.3-04"),
-    "strict-query": _e(warns="PDX-PARSE-02 PDX-PARSE-03 PD-4.3-04"),
+    "strict-query": _e("PD-4.3-04", warns="PDX-PARSE-02"),
+    "other-params-all": _e("PD-4.3-04"),
     "invalid-example": _e("PD-3.2-02 PD-3.2-03"),
     "lost-required": _e("PD-3.2-02"),
     "split-content": _e("PD-4.4-01 PD-4.4-03", warns="PD-4.1-05"),
@@ -107,6 +108,8 @@ CHECK_CONTROLS = {
     "resource-listing/explains-consequence": "keyword-description",
     "missing-selection/error-document": "paraphrased-missing",
     "missing-selection/blank-selection": "blank-names",
+    # Issue 22: the blind spots.
+    "missing-selection/no-tools-parameter": ("other-params-all", "strict-query"),
     "resource-read/several-names": "two-names-max",
     "resource-read/mixed-known-unknown": "unknown-fails-read",
     "resource-read/punctuation-match": "loose-punctuation",
