@@ -616,8 +616,10 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}")
         names = parse_selection(uri.partition("#")[0], defect)
         query = urlsplit(uri.partition("#")[0]).query
-        if defect == "other-params-all" and query and not any(
-            unquote(part.partition("=")[0]) == "tools" for part in query.split("&")
+        if (
+            defect == "other-params-all"
+            and query
+            and not any(unquote(part.partition("=")[0]) == "tools" for part in query.split("&"))
         ):
             names = list(FULL)  # read as "everything" instead of as no selection at all
         if not names:
