@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gateway.gwtest import gateway_params, stdio, write_config
+from gateway.gwtest import connect, gateway_params, stdio, write_config
 from pdtest import http_command
 
 
@@ -36,10 +36,12 @@ def test_conformance_over_stdio(tmp_path: Path, npm: dict[str, Path], mark: str)
     assert "VERDICT: PASS" in done.stdout
 
 
-def test_conformance_over_http(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
-    params = gateway_params("--config", str(_config(tmp_path, npm, mark)), "--transport", "http", "--port")
+@pytest.mark.parametrize("twins", [False, True], ids=["one-upstream", "twin-upstreams"])
+def test_conformance_over_http(tmp_path: Path, npm: dict[str, Path], mark: str, twins: bool) -> None:
+    config = (_twins if twins else _config)(tmp_path, npm, mark)
+    params = gateway_params("--config", str(config), "--transport", "http", "--port")
     with http_command([params.command, *params.args]) as url:
-        done = _check(["--url", url], params.env)
+        done = _check(["--url", url], params.env, tool="work__read_graph" if twins else "read_graph")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "VERDICT: PASS" in done.stdout
 
@@ -81,3 +83,29 @@ def test_catalog_mode_passes_both_profiles_over_http(
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "Profiles: tool-fallback (ran), catalog (ran)" in done.stdout
     assert "VERDICT: PASS" in done.stdout
+
+
+@pytest.mark.anyio
+async def test_eager_mode_tells_twins_apart_and_routes_each_to_its_own_upstream(
+    tmp_path: Path, npm: dict[str, Path], mark: str
+) -> None:
+    # Eager mode lists full definitions, so the suite (which checks progressive disclosure) does not apply; what
+    # a model needs from twins there is the same: distinct names and lines that say which upstream, and each call
+    # reaching the instance it names.
+    params = gateway_params("--config", str(_twins(tmp_path, npm, mark)), "--mode", "eager")
+    async with connect(params) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert {"work__read_graph", "home__read_graph"} <= set(tools)
+        lines = [t.description or "" for t in tools.values()]
+        assert len(set(lines)) == len(lines), "two listed lines are identical"
+        assert (tools["work__read_graph"].description or "").startswith("(team knowledge graph) ")
+        assert (tools["home__read_graph"].description or "").startswith("(home) ")
+        entity = {"name": "alice", "entityType": "person", "observations": ["works here"]}
+        made = await client.call_tool("work__create_entities", {"entities": [entity]})
+        assert not made.is_error, made
+        work = await client.call_tool("work__read_graph", {})
+        home = await client.call_tool("home__read_graph", {})
+    assert [e["name"] for e in work.structured_content["entities"]] == ["alice"]
+    assert home.structured_content["entities"] == []
+    assert "alice" in (tmp_path / "work.jsonl").read_text()
+    assert not (tmp_path / "home.jsonl").exists() or "alice" not in (tmp_path / "home.jsonl").read_text()
