@@ -1,5 +1,6 @@
-"""What a server tells clients before any call: the extension's capability settings, in both protocol eras, and
-its instructions (the workflow and a summary of what it offers, before the author's own text).
+"""What a server tells clients before any call: the extension's capability settings, in both protocol eras, its
+instructions (the workflow and a summary of what it offers, before the author's own text), how long its listings
+may be cached, and why `server/discover` is refused where no session can be had.
 
 Knows the catalog and the extension's settings; nothing of grants, sessions or handlers.
 """
@@ -9,14 +10,18 @@ from __future__ import annotations
 from contextlib import suppress
 from typing import Any, Final
 
+import mcp_types as types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ._errors import ErrorCode
 from ._guidance import catalog_guidance, catalog_summary, describe_tool_guidance, system_prompt_guidance
 from ._metatools import BROWSE_TOOL, CALL_TOOL, SEARCH_TOOL
 from ._store import Catalog
 
-__all__ = ["EXTENSION_ID", "Advertiser"]
+__all__ = ["EXTENSION_ID", "Advertiser", "cache_hints", "discover_refusal"]
 
 EXTENSION_ID: Final = "io.github.mcp-pd/progressive-disclosure"
 # Hosts such as Claude Code cut `instructions` at 2,048 characters: the generated part fits before that.
@@ -124,3 +129,35 @@ class Advertiser:
         with suppress(Exception):
             names.update(tool.name for tool in manager.list_tools())  # type: ignore[union-attr]
         return sorted(names)
+
+
+def cache_hints(
+    page: dict[str, Any], protocol_version: str | None, *, reloading: bool, per_caller: bool
+) -> dict[str, Any]:
+    """2026-07-28 cache directives on a listing, truthful: listings change only on reload (and are announced;
+    `reloading`: definition files are watched), and differ per caller only when a permission hook filters them."""
+    if protocol_version in MODERN_PROTOCOL_VERSIONS:
+        page["ttlMs"] = 300_000 if reloading else 3_600_000
+        page["cacheScope"] = "private" if per_caller else "public"
+    return page
+
+
+def discover_refusal() -> MCPError:
+    """server/discover refused on sessionless HTTP without a session identity (spec/sessions.md).
+
+    -32601 is what makes auto-negotiating clients fall back to the handshake era, where Mcp-Session-Id keys
+    authorization; the message and data say why, for clients pinned to 2026-07-28 that cannot.
+    """
+    return MCPError(
+        types.METHOD_NOT_FOUND,
+        "server/discover is not offered: this server authorizes tools per session "
+        "(MCP progressive disclosure), and over HTTP a session needs the 2025-11-25 initialize handshake. "
+        "Connect with protocol version 2025-11-25 (initialize, then Mcp-Session-Id).",
+        {
+            "reason": ErrorCode.SESSION_REQUIRED.value,
+            "extension": EXTENSION_ID,
+            "supportedProtocolVersions": ["2025-11-25"],
+            "howToConnect": "Send initialize with protocolVersion 2025-11-25 and keep the Mcp-Session-Id "
+            "header the server returns (Python SDK: mcp.Client(url, mode='legacy')).",
+        },
+    )

@@ -9,12 +9,11 @@ each protocol era's envelope. One data path: store -> catalog -> minimal/full vi
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, Final, Literal, Self, TypeAlias
+from typing import Any, Final, Self, TypeAlias
 
 import mcp_types as types
 from mcp.server.context import HandlerResult, ServerRequestContext
@@ -24,46 +23,29 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ._advertise import EXTENSION_ID, Advertiser
+from ._advertise import EXTENSION_ID, Advertiser, cache_hints, discover_refusal
 from ._announce import Announcer
-from ._disclosure import Described, Disclosure, Refused
-from ._errors import ErrorCode
+from ._describing import Describer
+from ._disclosure import Described, Disclosure
 from ._grants import GrantStore, MemoryGrantStore
-from ._guidance import (
-    RESOURCE_NAME,
-    describe_tool_description,
-    resource_description,
-)
 from ._index import CatalogIndex, Semantic
-from ._metatools import CALL_TOOL, META_TOOLS, SEARCH_TOOL, MetaTools
-from ._model import DEFAULT_RESOURCE_URI, SESSION_REQUIRED, missing_tool_selection
+from ._metatools import META_TOOLS, MetaTools
+from ._model import DEFAULT_RESOURCE_URI, session_required, tool_result
+from ._modes import CatalogMode, DisclosureMode, Mode, make_mode
 from ._paging import decode_cursor, encode_cursor
 from ._policy import Caller, FetchLimiter, FetchRateLimiter, RateLimit, ToolPermission
+from ._resources import ResourceRouter, dump_result
 from ._search.store import VectorStore
-from ._sessions import SessionKeyHook, SessionlessPolicy, SessionPolicy, SessionResolver, client_address, is_http
+from ._sessions import SessionKeyHook, SessionlessPolicy, SessionPolicy, SessionResolver, is_http
 from ._store import Catalog, DescriptionStore, ListedTool
-from ._uri import SelectionError, is_descriptions_uri, parse_selection, select_names
 
 __all__ = ["DESCRIBE_TOOL", "EXTENSION_ID", "Mode", "ProgressiveDisclosure", "tool_result"]
 
 logger = logging.getLogger("mcp_pd")
 
 DESCRIBE_TOOL: Final = "describe_tools"
-_RESOURCE_KEY: Final = "tool_descriptions"
 
-Mode: TypeAlias = Literal["eager", "progressive", "catalog"]
 Handler: TypeAlias = Callable[[ServerRequestContext[Any, Any], Any], Awaitable[HandlerResult]]
-# tools/list entry fields an eager listing keeps from the full definition (the rest is ours, not MCP's).
-_TOOL_FIELDS: Final = (
-    "name",
-    "title",
-    "description",
-    "inputSchema",
-    "outputSchema",
-    "annotations",
-    "icons",
-    "execution",
-)
 
 
 def _lowlevel(server: MCPServer[Any] | Server[Any]) -> Server[Any]:
@@ -78,14 +60,6 @@ def _lowlevel(server: MCPServer[Any] | Server[Any]) -> Server[Any]:
     raise TypeError(f"install() takes an mcp MCPServer or low-level Server, not {type(server).__name__}")
 
 
-def _dump(result: HandlerResult) -> dict[str, Any]:
-    if result is None:
-        return {}
-    if isinstance(result, dict):
-        return dict(result)
-    return result.model_dump(by_alias=True, mode="json", exclude_none=True)
-
-
 def _split_page(result: HandlerResult) -> tuple[dict[str, Any], list[Any]]:
     """A tools/list page without its tools, and the tools as listed (the handler's own list, not a copy).
 
@@ -94,17 +68,9 @@ def _split_page(result: HandlerResult) -> tuple[dict[str, Any], list[Any]]:
     """
     if isinstance(result, types.ListToolsResult):
         return result.model_dump(by_alias=True, mode="json", exclude_none=True, exclude={"tools"}), result.tools
-    page = _dump(result)
+    page = dump_result(result)
     tools = page.pop("tools", None)
     return page, tools if isinstance(tools, list) else []
-
-
-def tool_result(document: dict[str, Any], *, error: bool) -> types.CallToolResult:
-    """A tool result carrying `document` as structured content and as JSON text (I-1); the gateway's too."""
-    text = json.dumps(document, ensure_ascii=False)
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content=document, is_error=error
-    )
 
 
 def _decode_cursor(cursor: str) -> int:
@@ -197,13 +163,6 @@ class ProgressiveDisclosure:
             describe_tool=self.describe_tool,
             own_tools=frozenset(META_TOOLS) if mode == "catalog" else frozenset(),
         )
-        self.metatools: MetaTools | None = None
-        if mode == "catalog":
-            store = VectorStore.resolve(vector_cache) if semantic != "off" else None
-            index = CatalogIndex(
-                self.catalog, semantic=semantic, exclude=self.disclosure.own_tools.__contains__, store=store
-            )
-            self.metatools = MetaTools(self.catalog, self.disclosure, index)
         self.max_tools_per_read = max_tools_per_read
         self.page_size = page_size
         self.watch = watch and descriptions is not None
@@ -214,15 +173,45 @@ class ProgressiveDisclosure:
             describe_tool=self.describe_tool,
             instructions=instructions,
         )
-        self.announcer = Announcer(resource_uri, self._selected_by)
         self._original: dict[str, Handler | None] = {}
+        self.describer = Describer(
+            self.disclosure,
+            resource_uri=resource_uri,
+            max_tools_per_read=max_tools_per_read,
+            describe_tool=self.describe_tool,
+            grants_kept=mode != "eager",
+            ensure=self.ensure,
+        )
+        self.announcer = Announcer(resource_uri, lambda uri: self.resources.selected_by(uri))
+        self.resources = ResourceRouter(
+            resource_uri,
+            max_tools_per_read,
+            self.announcer,
+            self._original,
+            read=self._read_descriptions,
+            on_request=self._on_request,
+            cache_hints=self._cache_hints,
+        )
+
+        def metatools() -> MetaTools:
+            store = VectorStore.resolve(vector_cache) if semantic != "off" else None
+            exclude = self.disclosure.own_tools.__contains__
+            index = CatalogIndex(self.catalog, semantic=semantic, exclude=exclude, store=store)
+            return MetaTools(self.catalog, self.disclosure, index)
+
+        # What tools/list shows and where a call goes: the one place the mode is consulted (`_modes.py`).
+        self.behaviour: DisclosureMode = make_mode(mode, self, metatools, pinned)
         self._server: Server[Any] | None = None
         self._page_fields: dict[str, Any] = {}
         self._shadow_reported = False
-        self._index_started = False
         self._index_task: asyncio.Future[Any] | None = None
         self._watch_task: asyncio.Task[None] | None = None
         self.store.add_listener(self.announcer.announce)
+
+    @property
+    def metatools(self) -> MetaTools | None:
+        """Catalog mode's meta-tools and search index (None in the other modes)."""
+        return self.behaviour.metatools
 
     @property
     def permission(self) -> ToolPermission | None:
@@ -246,11 +235,7 @@ class ProgressiveDisclosure:
         wrappers: dict[str, tuple[type[Any], Handler]] = {
             "tools/list": (types.PaginatedRequestParams, self._list_tools),
             "tools/call": (types.CallToolRequestParams, self._call_tool),
-            "resources/list": (types.PaginatedRequestParams, self._list_resources),
-            "resources/templates/list": (types.PaginatedRequestParams, self._list_templates),
-            "resources/read": (types.ReadResourceRequestParams, self._read_resource),
-            "resources/subscribe": (types.SubscribeRequestParams, self._subscribe),
-            "resources/unsubscribe": (types.UnsubscribeRequestParams, self._unsubscribe),
+            **self.resources.handlers(),
             "server/discover": (types.RequestParams, self._discover),
         }
         for method, (params_type, wrapper) in wrappers.items():
@@ -298,7 +283,8 @@ class ProgressiveDisclosure:
                 ", ".join(shadowed),
             )
 
-    async def _ensure(self, ctx: ServerRequestContext[Any, Any], names: list[str]) -> None:
+    async def ensure(self, ctx: ServerRequestContext[Any, Any], names: list[str]) -> None:
+        """Re-list the server's tools when one of `names` is not in the catalog yet."""
         await self.disclosure.ensure_known(names, lambda: self.refresh(ctx))
 
     # -- per-request helpers -----------------------------------------------------------------------
@@ -310,21 +296,21 @@ class ProgressiveDisclosure:
 
     def _on_request(self, ctx: ServerRequestContext[Any, Any]) -> None:
         self._ensure_watching()
-        if self.metatools is not None and not self._index_started and self.catalog.complete:
-            # Catalog mode: build the search index in the background from the first request on.
-            self._index_started = True
-            self._index_task = asyncio.ensure_future(self.metatools.index.ready())
+        if isinstance(self.behaviour, CatalogMode):
+            building = self.behaviour.start_index()
+            if building is not None:
+                self._index_task = asyncio.ensure_future(building)
         self.announcer.seen(ctx)
 
     def _cache_hints(self, ctx: ServerRequestContext[Any, Any], page: dict[str, Any]) -> dict[str, Any]:
-        """2026-07-28 cache directives, truthful: listings change only on reload (and are announced), and
-        differ per caller only when a permission hook filters them."""
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            page["ttlMs"] = 300_000 if self.watch else 3_600_000
-            page["cacheScope"] = "private" if self.permission is not None else "public"
-        return page
+        return cache_hints(page, ctx.protocol_version, reloading=self.watch, per_caller=self.permission is not None)
 
-    # -- tools/list ----------------------------------------------------------------------------------
+    def session_required(self, ctx: ServerRequestContext[Any, Any], name: str) -> dict[str, Any]:
+        """SESSION_REQUIRED for a call of `name` in this request's era."""
+        sessionless = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        return session_required(name, ctx.protocol_version, sessionless=sessionless)
+
+    # -- tools/list and tools/call: the mode decides ------------------------------------------------------
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
     ) -> dict[str, Any]:
@@ -336,327 +322,35 @@ class ProgressiveDisclosure:
             start = _decode_cursor(params.cursor)
             if not self.catalog.complete:
                 await self.refresh(ctx)
-        if self.metatools is not None:
-            return self._cache_hints(ctx, self._catalog_listing(caller))
-        names = self.catalog.names()
-        entries: list[dict[str, Any]] = []
-        if start == 0 and self.describe_tool:
-            entries.append(self._describe_tool_entry())
-        position = start
-        while position < len(names) and len(entries) < self.page_size:
-            name = names[position]
-            position += 1
-            if self.disclosure.visible(caller, name):
-                entry = self._listed_entry(name)
-                if entry is not None:
-                    entries.append(entry)
+        entries, following = self.behaviour.listing(caller, start)
         # An empty result of the right model first, so each era's required fields are filled in by the SDK.
-        page = {**_dump(types.ListToolsResult(tools=[])), **self._page_fields, "tools": entries}
-        if position < len(names):
-            page["nextCursor"] = encode_cursor("tools/list", position)
+        page = {**dump_result(types.ListToolsResult(tools=[])), **self._page_fields, "tools": entries}
+        if following is not None:
+            page["nextCursor"] = encode_cursor("tools/list", following)
         return self._cache_hints(ctx, page)
 
-    def _catalog_listing(self, caller: Caller) -> dict[str, Any]:
-        """Catalog mode: the same few entries whatever the catalog's size, plus the pinned tools (still gated)."""
-        assert self.metatools is not None
-        assert self.describe_tool is not None
-        search, browse, call = self.metatools.entries(self.describe_tool)
-        entries = [search, browse, self._describe_tool_entry(), call]
-        for name in self.pinned:
-            if name in self.catalog and self.disclosure.visible(caller, name):
-                entry = self.catalog.minimal(name)
-                if entry is not None:
-                    entries.append(entry)
-        return {**_dump(types.ListToolsResult(tools=[])), **self._page_fields, "tools": entries}
+    def describe_tool_entry(self) -> dict[str, Any]:
+        return self.describer.tool_entry()
 
-    def _listed_entry(self, name: str) -> dict[str, Any] | None:
-        if self.mode == "eager":
-            full = self.catalog.full(name)
-            if full is None:
-                return None
-            return {k: full[k] for k in _TOOL_FIELDS if k in full} | self._meta_of(name)
-        return self.catalog.minimal(name)
-
-    def _meta_of(self, name: str) -> dict[str, Any]:
-        definition = self.catalog.get(name)
-        return {"_meta": definition.meta} if definition is not None and definition.meta else {}
-
-    def _describe_tool_entry(self) -> dict[str, Any]:
-        return {
-            "name": self.describe_tool,
-            "description": describe_tool_description(self.resource_uri, self.max_tools_per_read),
-            "inputSchema": {
-                "type": "object",
-                "properties": {
-                    "tools": {"type": "array", "items": {"type": "string"}, "maxItems": self.max_tools_per_read}
-                },
-                "required": ["tools"],
-            },
-            "annotations": {"readOnlyHint": True},
-        }
-
-    # -- tools/call ----------------------------------------------------------------------------------
-    async def _call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
-        handler = self._original["tools/call"]
-        assert handler is not None
-        caller = self._caller(ctx)
-        if params.name == self.describe_tool:
-            return await self._describe_call(ctx, caller, params.arguments or {})
-        if self.metatools is not None and params.name in META_TOOLS:
-            return await self._meta_call(ctx, caller, params)
-        if self.mode == "eager":
-            # The escape hatch: nothing is enforced, but what the permission hook hides stays unknown.
-            if not self.disclosure.visible(caller, params.name):
-                return tool_result(await self.disclosure.not_found_call(caller, params.name), error=True)
-            return await handler(ctx, params)
-        return await self._gated_call(ctx, caller, params)
-
-    async def _gated_call(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        caller: Caller,
-        params: types.CallToolRequestParams,
-        *,
-        check_arguments: bool = False,
-    ) -> Any:
-        """One real tool, called by name or through call_tool: describe-before-call (and, for call_tool, the
-        argument check), then the server's own handler."""
-        await self._ensure(ctx, [params.name])
-        refusal = await self.disclosure.gate(caller, params.name, lambda: self._session_required(ctx, params.name))
-        if refusal is None and check_arguments:
-            assert self.metatools is not None
-            refusal = self.metatools.check_arguments(params.name, params.arguments or {})
-        if refusal is not None:
-            return tool_result(refusal, error=True)
-        handler = self._original["tools/call"]
-        assert handler is not None
-        return await handler(ctx, params)
-
-    async def _meta_call(
-        self, ctx: ServerRequestContext[Any, Any], caller: Caller, params: types.CallToolRequestParams
-    ) -> Any:
-        """search_tools, browse_tools, call_tool (catalog mode, I-16)."""
-        assert self.metatools is not None
-        arguments = params.arguments or {}
-        if params.name == CALL_TOOL:
-            unwrapped = self.metatools.unwrap(arguments)
-            if isinstance(unwrapped, dict):
-                return tool_result(unwrapped, error=True)
-            name, inner = unwrapped
-            if name == self.describe_tool:
-                return await self._describe_call(ctx, caller, inner)
-            if name in META_TOOLS:
-                return await self._meta_call(ctx, caller, params.model_copy(update={"name": name, "arguments": inner}))
-            inner_params = params.model_copy(update={"name": name, "arguments": inner})
-            return await self._gated_call(ctx, caller, inner_params, check_arguments=True)
-        await self._ensure(ctx, [])
-        if params.name == SEARCH_TOOL:
-            document, error = await self.metatools.search(caller, arguments)
-        else:
-            document, error = await self.metatools.browse(caller, arguments)
-        result = tool_result(document, error=error)
-        if params.name == SEARCH_TOOL and not error:
-            # Which ranking answered (hybrid, or lexical and why): for clients and operators, not the model.
-            result = result.model_copy(update={"meta": {EXTENSION_ID: self.metatools.index.ranking}})
-        return result
-
-    def _session_required(
-        self, ctx: ServerRequestContext[Any, Any], name: str, *, describing: bool = False
-    ) -> dict[str, Any]:
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            where = "this request came without an MCP session (the sessionless 2026-07-28 protocol)"
-            hint = (
-                "Connect with the 2025-11-25 handshake so the server issues a session "
-                "(Python SDK: mcp.Client(target, mode='legacy')), or ask the operator to authenticate clients "
-                "(grants are then kept per principal) or to key authorization on something the server controls "
-                "(ProgressiveDisclosure(session_key=...))."
-            )
-        else:
-            where = "the server runs stateless HTTP, so no request carries a session"
-            hint = (
-                "This cannot be fixed by the client: the operator must serve HTTP with sessions (mcp-pd serve "
-                "without --stateless; streamable_http_app(stateless_http=False)), authenticate clients (grants are "
-                "then kept per principal) or configure a session key (ProgressiveDisclosure(session_key=...))."
-            )
-        return {
-            "error": {
-                "code": SESSION_REQUIRED,
-                "message": (
-                    f"Not described: {name}. Here {where}, so a description cannot be remembered until the "
-                    "call, which would be refused."
-                    if describing
-                    else f"Tool '{name}' cannot be authorized: {where}, so fetched descriptions cannot be "
-                    "remembered between requests."
-                ),
-                "hint": hint,
-                "protocol_version": ctx.protocol_version,
-            }
-        }
-
-    # -- describe: the resource and the tool -----------------------------------------------------------
-    async def _describe(
-        self, ctx: ServerRequestContext[Any, Any], caller: Caller, select: Callable[[], list[str]]
-    ) -> Described:
-        """Rate limit, selection, catalog, describe: the one path behind the resource read and describe_tools."""
-        await self.disclosure.check_rate(caller, caller.session or client_address(ctx))
-        try:
-            names = select()
-        except SelectionError as exc:
-            raise Refused(exc.code, exc.message, types.INVALID_PARAMS) from None
-        if not names:
-            document = missing_tool_selection(self.resource_uri)
-            raise Refused(
-                document["error"]["code"],
-                document["error"]["message"],
-                types.INVALID_PARAMS,
-                examples=document["error"]["examples"],
-            )
-        await self._ensure(ctx, names)
-        return await self.disclosure.describe(caller, names)
-
-    async def _read_resource(
-        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
-    ) -> HandlerResult:
-        uri = str(params.uri)
-        if not is_descriptions_uri(uri, self.resource_uri):
-            handler = self._original["resources/read"]
-            if handler is None:
-                raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}", {"uri": uri})
-            return await handler(ctx, params)
-        caller = self._caller(ctx)
-        try:
-            described = await self._describe(
-                ctx, caller, lambda: parse_selection(uri, self.resource_uri, self.max_tools_per_read)
-            )
-        except Refused as refused:
-            # I-2: a refused read is a JSON-RPC error whose data is the error document.
-            raise MCPError(refused.rpc_code, refused.message, refused.document()) from None
-        result = types.ReadResourceResult(
-            contents=[
-                types.TextResourceContents(
-                    uri=uri,
-                    mime_type="application/json",
-                    text=described.text(),
-                    _meta={EXTENSION_ID: {"versions": described.versions}},
-                )
-            ]
-        )
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            # A read grants as a side effect, so it must reach the server every time: never served from a cache.
-            result = result.model_copy(update={"ttl_ms": 0, "cache_scope": "private"})
-        return result
-
-    async def _describe_call(
+    async def describe_call(
         self, ctx: ServerRequestContext[Any, Any], caller: Caller, arguments: dict[str, Any]
     ) -> types.CallToolResult:
-        """describe_tools: the resource read's document, errors, limits and grants, as a tool result (I-13)."""
+        return await self.describer.tool_call(ctx, caller, arguments)
 
-        def select() -> list[str]:
-            requested = arguments.get("tools")
-            if isinstance(requested, str):
-                requested = [requested]  # a model that passes one name as a string means that name
-            if not isinstance(requested, list) or not all(isinstance(n, str) for n in requested):
-                raise SelectionError(
-                    ErrorCode.INVALID_ARGUMENTS,
-                    f'{self.describe_tool} takes {{"tools": ["tool_name", ...]}}: a list of tool names as tools/list '
-                    "shows them.",
-                )
-            return select_names(requested, self.max_tools_per_read)
+    async def _call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
+        return await self.behaviour.call(ctx, self._caller(ctx), params)
 
-        try:
-            described = await self._describe(ctx, caller, select)
-        except Refused as refused:
-            return tool_result(refused.document(), error=True)
-        described_names = [name for name, full, _ in described.entries if full is not None]
-        if caller.session is None and self.mode != "eager" and described_names:
-            # Nothing can hold the grant (no session, no principal): answering "described" would be a lie that
-            # every later call exposes with SESSION_REQUIRED. Refuse now, saying why and how to fix it.
-            refusal = self._session_required(ctx, ", ".join(described_names), describing=True)
-            return tool_result(refusal, error=True)
-        document = described.document()
-        result = tool_result(document, error=False)
-        # The JSON text is the resource's own, byte for byte, assembled from the cached definitions.
-        result.content = [types.TextContent(type="text", text=described.text())]
-        result.meta = {EXTENSION_ID: {"versions": described.versions}}
-        return result
-
-    # -- resource listings and subscriptions ---------------------------------------------------------
-    def _resource_entry(self, *, template: bool) -> dict[str, Any]:
-        entry: dict[str, Any] = (
-            {"uriTemplate": self.resource_uri + "{?tools}"} if template else {"uri": self.resource_uri}
-        )
-        entry.update(
-            name=_RESOURCE_KEY,
-            title=RESOURCE_NAME,
-            description=resource_description(self.resource_uri),
-            mimeType="application/json",
-        )
-        return entry
-
-    async def _listing(
-        self, method: str, key: str, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
-    ) -> dict[str, Any]:
-        self._on_request(ctx)
-        handler = self._original[method]
-        if handler is not None:
-            page = _dump(await handler(ctx, params))
-        else:
-            # A server without resources of its own: an empty result of the right model, so each era's
-            # required fields are filled in by the SDK.
-            empty = (
-                types.ListResourcesResult(resources=[])
-                if key == "resources"
-                else types.ListResourceTemplatesResult(resource_templates=[])
-            )
-            page = _dump(empty)
-        if params.cursor is None:
-            page[key] = [self._resource_entry(template=key == "resourceTemplates"), *page.get(key, [])]
-        return self._cache_hints(ctx, page)
-
-    async def _list_resources(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
-    ) -> dict[str, Any]:
-        return await self._listing("resources/list", "resources", ctx, params)
-
-    async def _list_templates(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
-    ) -> dict[str, Any]:
-        return await self._listing("resources/templates/list", "resourceTemplates", ctx, params)
-
-    def _selected_by(self, uri: str) -> list[str] | None:
-        """The tools a subscribed descriptions URI covers (None: the base URI, every tool)."""
-        try:
-            names = parse_selection(uri, self.resource_uri, self.max_tools_per_read)
-        except SelectionError:
-            return []
-        return names or None
-
-    async def _subscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
-    ) -> HandlerResult:
-        return await self._subscription("resources/subscribe", ctx, params, self.announcer.subscribe)
-
-    async def _unsubscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
-    ) -> HandlerResult:
-        return await self._subscription("resources/unsubscribe", ctx, params, self.announcer.unsubscribe)
-
-    async def _subscription(
-        self,
-        method: str,
-        ctx: ServerRequestContext[Any, Any],
-        params: types.SubscribeRequestParams | types.UnsubscribeRequestParams,
-        record: Callable[[ServerRequestContext[Any, Any], str], None],
-    ) -> HandlerResult:
-        uri = str(params.uri)
-        if is_descriptions_uri(uri, self.resource_uri):
-            self._on_request(ctx)
-            record(ctx, uri)
-            return types.EmptyResult()
-        handler = self._original[method]
-        if handler is None:
-            raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}", {"uri": uri})
+    async def server_call(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
+        """The server's own tools/call handler (after the mode has let the call through)."""
+        handler = self._original["tools/call"]
+        assert handler is not None
         return await handler(ctx, params)
+
+    async def _read_descriptions(
+        self, ctx: ServerRequestContext[Any, Any], select: Callable[[], list[str]]
+    ) -> Described:
+        """The resource read's path (resources/read of a descriptions URI, routed by `ResourceRouter`)."""
+        return await self.describer.describe(ctx, self._caller(ctx), select)
 
     # -- server/discover -----------------------------------------------------------------------------
     async def _discover(self, ctx: ServerRequestContext[Any, Any], params: types.RequestParams) -> HandlerResult:
@@ -667,21 +361,8 @@ class ProgressiveDisclosure:
             and self.sessions.resolve(ctx) is None
         ):
             # No session identity on sessionless HTTP: steer auto-negotiating clients to the handshake era, where
-            # Mcp-Session-Id keys authorization (spec/sessions.md). -32601 is what makes them fall back; the
-            # message and data say why, for clients pinned to 2026-07-28 that cannot.
-            raise MCPError(
-                types.METHOD_NOT_FOUND,
-                "server/discover is not offered: this server authorizes tools per session "
-                "(MCP progressive disclosure), and over HTTP a session needs the 2025-11-25 initialize handshake. "
-                "Connect with protocol version 2025-11-25 (initialize, then Mcp-Session-Id).",
-                {
-                    "reason": ErrorCode.SESSION_REQUIRED.value,
-                    "extension": EXTENSION_ID,
-                    "supportedProtocolVersions": ["2025-11-25"],
-                    "howToConnect": "Send initialize with protocolVersion 2025-11-25 and keep the Mcp-Session-Id "
-                    "header the server returns (Python SDK: mcp.Client(url, mode='legacy')).",
-                },
-            )
+            # Mcp-Session-Id keys authorization (spec/sessions.md).
+            raise discover_refusal()
         handler = self._original["server/discover"]
         assert handler is not None
         self.advertiser.refresh()

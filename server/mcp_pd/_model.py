@@ -33,8 +33,10 @@ __all__ = [
     "first_sentence",
     "missing_tool_selection",
     "selection_uri",
+    "session_required",
     "tool_description_required",
     "tool_not_found",
+    "tool_result",
 ]
 
 DEFAULT_RESOURCE_URI: Final = "resource:///tool_descriptions"
@@ -262,3 +264,45 @@ def tool_description_required(
 def tool_not_found(name: str, available: list[str], total: int) -> dict[str, Any]:
     """The spec 6.3 entry, with the candidate list bounded and the catalog size stated."""
     return {"error": f"Tool '{name}' not found", "available_tools": available, "available_tools_total": total}
+
+
+def session_required(
+    name: str, protocol_version: str | None, *, sessionless: bool, describing: bool = False
+) -> dict[str, Any]:
+    """SESSION_REQUIRED: no session and no principal can hold a grant for `name` (spec/sessions.md).
+
+    `sessionless`: the request came in the sessionless 2026-07-28 protocol (the client can fix it by connecting
+    with the handshake); otherwise the server runs stateless HTTP (only the operator can fix it). `describing`: the
+    refusal answers describe_tools rather than a call.
+    """
+    if sessionless:
+        where = "this request came without an MCP session (the sessionless 2026-07-28 protocol)"
+        hint = (
+            "Connect with the 2025-11-25 handshake so the server issues a session "
+            "(Python SDK: mcp.Client(target, mode='legacy')), or ask the operator to authenticate clients "
+            "(grants are then kept per principal) or to key authorization on something the server controls "
+            "(ProgressiveDisclosure(session_key=...))."
+        )
+    else:
+        where = "the server runs stateless HTTP, so no request carries a session"
+        hint = (
+            "This cannot be fixed by the client: the operator must serve HTTP with sessions (mcp-pd serve "
+            "without --stateless; streamable_http_app(stateless_http=False)), authenticate clients (grants are "
+            "then kept per principal) or configure a session key (ProgressiveDisclosure(session_key=...))."
+        )
+    message = (
+        f"Not described: {name}. Here {where}, so a description cannot be remembered until the call, which would "
+        "be refused."
+        if describing
+        else f"Tool '{name}' cannot be authorized: {where}, so fetched descriptions cannot be remembered between "
+        "requests."
+    )
+    return {"error": {"code": SESSION_REQUIRED, "message": message, "hint": hint, "protocol_version": protocol_version}}
+
+
+def tool_result(document: dict[str, Any], *, error: bool) -> types.CallToolResult:
+    """A tool result carrying `document` as structured content and as JSON text (I-1); the gateway's too."""
+    text = json.dumps(document, ensure_ascii=False)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=document, is_error=error
+    )
