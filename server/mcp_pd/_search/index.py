@@ -8,7 +8,6 @@ tools, close names or category counts. Knows tools and text, nothing of sessions
 from __future__ import annotations
 
 import heapq
-import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -20,8 +19,9 @@ from .documents import SearchDocument
 from .postings import Postings, weighted_terms
 from .query import parse
 from .results import SearchHit, SearchResult
-from .spelling import Spelling
-from .text import HUMP, QUERY_CHARS, RUN, STOP, clauses, stem
+from .spelling import Spelling, name_matches
+from .text import QUERY_CHARS, clauses
+from .ties import distinguishing_words
 from .vectors import Vectors
 from .vocabulary import vocabulary
 
@@ -262,7 +262,8 @@ class SearchIndex:
                 for s in (*visible.keys(), *(int(x) for x in top)):
                     if s < len(self._docs) and self._visible(s, allowed, category):
                         cosines[s] = float(sims[s])
-            name_bonus = self._name_matches(query, allowed, category) if c.fuzzy_names else {}
+            shown = lambda slot: self._visible(slot, allowed, category)  # noqa: E731
+            name_bonus = name_matches(query, self._slots, shown) if c.fuzzy_names else {}
             candidates = set(visible) | set(cosines) | set(name_bonus)
             if not candidates:
                 return self._abstain(query, 0, "no tool matches any word of the query", allowed, 0.0)
@@ -301,52 +302,15 @@ class SearchIndex:
             return SearchResult(hits, total, confidence=round(confidence, 4), ties=self._ties(ranked))
 
     def _ties(self, ranked: Sequence[tuple[int, float]]) -> dict[str, list[str]]:
-        """For near-tied best hits: the words of each one's name and one-liner that the others lack."""
+        """For near-tied best hits (the first three within `tie_margin` of the best): what tells them apart."""
         if len(ranked) < 2 or ranked[0][1] <= 0:
             return {}
         floor = ranked[0][1] * (1 - self.config.tie_margin)
-        band = [slot for slot, score in ranked[:3] if score >= floor]
+        band = [self._docs[slot] for slot, score in ranked[:3] if score >= floor]
         if len(band) < 2:
             return {}
-        words: dict[int, dict[str, str]] = {}  # slot -> term -> the word as written
-        for slot in band:
-            doc = self._docs[slot]
-            assert doc is not None
-            name = HUMP.sub(" ", doc.name).replace("_", " ").replace("-", " ")
-            found: dict[str, str] = {}
-            for word in RUN.findall(f"{name} {doc.summary} {doc.category.replace('-', ' ').replace('_', ' ')}"):
-                lowered = word.casefold()  # as written (normalize would split GitHub into two words)
-                if lowered in STOP or len(lowered) < 3:
-                    continue
-                found.setdefault(stem(lowered) if self.config.stemming else lowered, lowered)
-            words[slot] = found
-        ties: dict[str, list[str]] = {}
-        for slot in band:
-            others = set().union(*(words[o] for o in band if o != slot))
-            own = [t for t in words[slot] if t not in others]
-            own.sort(key=lambda t: -self._postings.idf(t, len(self._slots)))
-            doc = self._docs[slot]
-            assert doc is not None
-            if own:
-                ties[doc.name] = [words[slot][t] for t in own[:4]]
-        return ties if len(ties) >= 2 else {}
-
-    def _name_matches(self, query: str, allowed: Allowed, category: str | None) -> dict[int, float]:
-        """A query that looks like a tool name (one word with `_`, `-` or humps) ranks close names first."""
-        text = query.strip()
-        if not text or " " in text or not re.search(r"[_\-]|[a-z][A-Z]", text):
-            return {}
-        bonus: dict[int, float] = {}
-        exact = self._slots.get(text)
-        if exact is not None and self._visible(exact, allowed, category):
-            bonus[exact] = 2.0
-        for name, score, _ in process.extract(
-            text.lower(), self._slots.keys(), scorer=fuzz.ratio, limit=20, score_cutoff=75
-        ):
-            slot = self._slots[name]
-            if self._visible(slot, allowed, category):
-                bonus[slot] = max(bonus.get(slot, 0.0), (score - 70) / 30)
-        return bonus
+        idf = lambda term: self._postings.idf(term, len(self._slots))  # noqa: E731 - one use, read in place
+        return distinguishing_words([d for d in band if d is not None], idf, stemming=self.config.stemming)
 
     def _abstain(self, query: str, total: int, reason: str, allowed: Allowed, confidence: float) -> SearchResult:
         browse = [name for name, _ in self.categories(allowed)]

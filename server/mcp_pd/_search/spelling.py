@@ -1,4 +1,5 @@
-"""Spelling repair: an unknown query word becomes the closest word the catalog uses (`kubernets` -> kubernetes).
+"""Spelling repair: an unknown query word becomes the closest word the catalog uses (`kubernets` -> kubernetes),
+and a query that looks like a tool name ranks the close names first (`create_isue` -> create_issue).
 
 Damerau-Levenshtein through rapidfuzz, one edit in four letters, the more frequent term on a tie; answers are
 cached per word. Knows words and terms, nothing of documents.
@@ -6,13 +7,16 @@ cached per word. Knows words and terms, nothing of documents.
 
 from __future__ import annotations
 
-from rapidfuzz import process
+import re
+from collections.abc import Callable, Mapping
+
+from rapidfuzz import fuzz, process
 from rapidfuzz.distance import DamerauLevenshtein
 
 from .postings import Postings
 from .text import stem
 
-__all__ = ["Spelling"]
+__all__ = ["Spelling", "name_matches"]
 
 
 class Spelling:
@@ -60,3 +64,20 @@ class Spelling:
             self._corrections.clear()
         self._corrections[word] = found
         return found
+
+
+def name_matches(query: str, slots: Mapping[str, int], visible: Callable[[int], bool]) -> dict[int, float]:
+    """A query that looks like a tool name (one word with `_`, `-` or humps): the slots of close visible names,
+    with a bonus (2 for the exact name, up to 1 for a close one)."""
+    text = query.strip()
+    if not text or " " in text or not re.search(r"[_\-]|[a-z][A-Z]", text):
+        return {}
+    bonus: dict[int, float] = {}
+    exact = slots.get(text)
+    if exact is not None and visible(exact):
+        bonus[exact] = 2.0
+    for name, score, _ in process.extract(text.lower(), slots.keys(), scorer=fuzz.ratio, limit=20, score_cutoff=75):
+        slot = slots[name]
+        if visible(slot):
+            bonus[slot] = max(bonus.get(slot, 0.0), (score - 70) / 30)
+    return bonus
