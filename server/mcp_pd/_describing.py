@@ -14,8 +14,8 @@ from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ._advertise import EXTENSION_ID
-from ._disclosure import Described, Disclosure, Refused
-from ._errors import ErrorCode
+from ._disclosure import Described, Disclosure
+from ._errors import ErrorCode, Refusal
 from ._guidance import describe_tool_description
 from ._model import missing_tool_selection, session_required, tool_result
 from ._policy import Caller
@@ -71,15 +71,9 @@ class Describer:
         try:
             names = select()
         except SelectionError as exc:
-            raise Refused(exc.code, exc.message, types.INVALID_PARAMS) from None
+            raise Refusal(exc.code, exc.message) from None
         if not names:
-            document = missing_tool_selection(self.resource_uri)
-            raise Refused(
-                document["error"]["code"],
-                document["error"]["message"],
-                types.INVALID_PARAMS,
-                examples=document["error"]["examples"],
-            )
+            raise Refusal.of(missing_tool_selection(self.resource_uri))
         await self._ensure(ctx, names)
         return await self.disclosure.describe(caller, names)
 
@@ -100,18 +94,17 @@ class Describer:
 
         try:
             described = await self.describe(ctx, caller, select)
-        except Refused as refused:
-            return tool_result(refused.document(), error=True)
+        except Refusal as refusal:
+            return refusal.tool_result()
         described_names = [name for name, full, _ in described.entries if full is not None]
         if caller.session is None and self.grants_kept and described_names:
             # Nothing can hold the grant (no session, no principal): answering "described" would be a lie that
             # every later call exposes with SESSION_REQUIRED. Refuse now, saying why and how to fix it.
             sessionless = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
             names = ", ".join(described_names)
-            refusal = session_required(names, ctx.protocol_version, sessionless=sessionless, describing=True)
-            return tool_result(refusal, error=True)
-        document = described.document()
-        result = tool_result(document, error=False)
+            document = session_required(names, ctx.protocol_version, sessionless=sessionless, describing=True)
+            return Refusal.of(document).tool_result()
+        result = tool_result(described.document(), error=False)
         # The JSON text is the resource's own, byte for byte, assembled from the cached definitions.
         result.content = [types.TextContent(type="text", text=described.text())]
         result.meta = {EXTENSION_ID: {"versions": described.versions}}

@@ -20,14 +20,14 @@ from typing import Any, Final
 import anyio.lowlevel
 import anyio.to_thread
 
-from ._errors import ErrorCode
+from ._errors import RETRYABLE, ErrorCode, Refusal
 from ._grants import GrantStore, GrantStoreUnavailable
 from ._model import RATE_LIMITED, tool_description_required, tool_not_found
 from ._policy import Caller, FetchLimiter, ToolPermission
 from ._store import Catalog
 from ._suggest import NameSuggester
 
-__all__ = ["Described", "Disclosure", "Refused"]
+__all__ = ["Described", "Disclosure", "Refusal", "Refused"]
 
 logger = logging.getLogger("mcp_pd")
 
@@ -44,18 +44,7 @@ TOOL_NOT_FOUND: Final[str] = ErrorCode.TOOL_NOT_FOUND.value
 Relist = Callable[[], Awaitable[None]]
 
 
-class Refused(Exception):
-    """A read refused as a whole: `code` is the error document's code, `rpc_code` the JSON-RPC error code."""
-
-    def __init__(self, code: str, message: str, rpc_code: int, **extra: Any) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.rpc_code = rpc_code
-        self.extra = extra
-
-    def document(self) -> dict[str, Any]:
-        return {"error": {"code": self.code, "message": self.message, **self.extra}}
+Refused = Refusal  # the name this package used before the error vocabulary had one
 
 
 @dataclass
@@ -147,10 +136,10 @@ class Disclosure:
                 await anyio.lowlevel.checkpoint()
         return entries
 
-    async def not_found_call(self, caller: Caller, name: str) -> dict[str, Any]:
+    async def not_found_call(self, caller: Caller, name: str) -> Refusal:
         """The answer to a call of a name the caller cannot see: hidden and nonexistent alike (spec 10.2)."""
         entry = (await self.not_found(caller, [name]))[name]
-        return {"error": {"code": TOOL_NOT_FOUND, "message": entry["error"] + ".", **_without_error(entry)}}
+        return Refusal(TOOL_NOT_FOUND, entry["error"] + ".", **_without_error(entry))
 
     # -- the catalog ---------------------------------------------------------------------------------
     async def ensure_known(self, names: Sequence[str], relist: Relist) -> None:
@@ -201,18 +190,15 @@ class Disclosure:
             if inspect.isawaitable(wait):
                 wait = await wait
         except GrantStoreUnavailable as exc:
-            raise Refused(
-                GRANTS_UNAVAILABLE,
+            raise _grants_unavailable(
                 f"Tool descriptions cannot be read right now: the fetch rate limit cannot be checked ({exc}); "
-                "retry in a few seconds.",
-                -32000,
-                retry_after_seconds=1,
+                "retry in a few seconds."
             ) from None
         if wait:
-            raise Refused(
+            raise Refusal(
                 RATE_LIMITED,
                 f"Too many tool description reads; retry in {wait:g} s.",
-                -32000,
+                rpc_code=RETRYABLE,
                 retry_after_seconds=wait,
             )
 
@@ -237,19 +223,14 @@ class Disclosure:
             try:
                 await self.grants.grant(caller.session, described.versions)
             except GrantStoreUnavailable as exc:
-                raise Refused(
-                    GRANTS_UNAVAILABLE,
-                    f"Tool descriptions cannot be authorized right now ({exc}); retry in a few seconds.",
-                    -32000,
-                    retry_after_seconds=1,
+                raise _grants_unavailable(
+                    f"Tool descriptions cannot be authorized right now ({exc}); retry in a few seconds."
                 ) from None
         return described
 
     # -- gate ----------------------------------------------------------------------------------------
-    async def gate(
-        self, caller: Caller, name: str, session_required: Callable[[], dict[str, Any]]
-    ) -> dict[str, Any] | None:
-        """None when `caller` may call `name` now; otherwise the error document to answer with.
+    async def gate(self, caller: Caller, name: str, session_required: Callable[[], dict[str, Any]]) -> Refusal | None:
+        """None when `caller` may call `name` now; otherwise the refusal to answer with.
 
         The catalog is current. A name the catalog does not hold is refused like a hidden one (spec 10.2),
         never handed to the server: only names whose definition can be read can be authorized.
@@ -259,20 +240,16 @@ class Disclosure:
         if not self.visible(caller, name) or name not in self.catalog:
             return await self.not_found_call(caller, name)
         if caller.session is None:
-            return session_required()
+            return Refusal.of(session_required())
         full = self.catalog.full(name)
         assert full is not None
         try:
             granted = await self.grants.version(caller.session, name)
         except GrantStoreUnavailable as exc:
-            return {
-                "error": {
-                    "code": GRANTS_UNAVAILABLE,
-                    "message": f"Tool '{name}' cannot be authorized right now: the grant store is unavailable "
-                    f"({exc}). Nothing was run; retry in a few seconds.",
-                    "retryable": True,
-                }
-            }
+            return _grants_unavailable(
+                f"Tool '{name}' cannot be authorized right now: the grant store is unavailable ({exc}). Nothing "
+                "was run; retry in a few seconds."
+            )
         if granted == full["version"]:
             return None
         document = tool_description_required(name, self.resource_uri, self.describe_tool)
@@ -281,7 +258,12 @@ class Disclosure:
                 f"the definition of '{name}' changed since this session fetched it "
                 f"({granted} -> {full['version']}); fetch it again"
             )
-        return document
+        return Refusal.of(document)
+
+
+def _grants_unavailable(message: str) -> Refusal:
+    """The grant store (or the shared rate limiter) cannot answer: fail closed, retryable (I-18)."""
+    return Refusal(GRANTS_UNAVAILABLE, message, rpc_code=RETRYABLE, retryable=True, retry_after_seconds=1)
 
 
 def _without_error(entry: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any, Final
 import jsonschema_rs
 
 from ._disclosure import Disclosure
-from ._errors import ErrorCode
+from ._errors import ErrorCode, Refusal
 from ._index import CatalogIndex
 from ._paging import decode_cursor, encode_cursor
 from ._policy import Caller
@@ -31,8 +31,8 @@ INVALID_ARGUMENTS: Final[str] = ErrorCode.INVALID_ARGUMENTS.value
 _PROBLEMS_SHOWN: Final = 5
 
 
-def _error(code: str, message: str, **extra: Any) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, **extra}}
+def _error(code: str, message: str, **extra: Any) -> Refusal:
+    return Refusal(code, message, **extra)
 
 
 class MetaTools:
@@ -97,39 +97,38 @@ class MetaTools:
         visible = frozenset(n for n in self.catalog.names() if self.disclosure.visible(caller, n))
         return visible.__contains__
 
-    async def search(self, caller: Caller, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    async def search(self, caller: Caller, arguments: Mapping[str, Any]) -> dict[str, Any]:
         query, like, category = arguments.get("query"), arguments.get("like"), arguments.get("category")
         limit = arguments.get("limit", 5)
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_RESULTS:
-            return _error(INVALID_ARGUMENTS, f"limit must be an integer from 1 to {MAX_RESULTS}."), True
+            raise _error(INVALID_ARGUMENTS, f"limit must be an integer from 1 to {MAX_RESULTS}.")
         for label, value in (("query", query), ("like", like), ("category", category)):
             if value is not None and not isinstance(value, str):
-                return _error(INVALID_ARGUMENTS, f"{label} must be a string."), True
+                raise _error(INVALID_ARGUMENTS, f"{label} must be a string.")
         if not (query or "").strip() and not like:
-            return _error(
+            raise _error(
                 INVALID_ARGUMENTS,
                 'Say what you want to do: {"query": "open a pull request"}, or {"like": "<tool name>"} for tools '
                 "similar to one you know. browse_tools lists the categories.",
-            ), True
+            )
         allowed = self._allowed(caller)
         if category is not None:
             known = [name for name, _ in await self.index.categories(allowed)]
             if category not in known:
-                return _error(
+                raise _error(
                     ErrorCode.UNKNOWN_CATEGORY, f"No category '{category}'.", valid_categories=[c for c in known if c]
-                ), True
+                )
         if like:
             try:
                 hits = await self.index.similar(like, limit=limit, allowed=allowed)
             except KeyError:
                 entry = (await self.disclosure.not_found(caller, [like]))[like]
-                return _error(
-                    ErrorCode.TOOL_NOT_FOUND, entry["error"] + ".", closest_names=entry["available_tools"][:5]
-                ), True
+                closest = entry["available_tools"][:5]
+                raise _error(ErrorCode.TOOL_NOT_FOUND, entry["error"] + ".", closest_names=closest) from None
             if category is not None:
                 hits = [h for h in hits if h.category == category]
             results = [{"name": h.name, "category": h.category, "description": h.summary} for h in hits]
-            return {"results": results, "total": len(results), "like": like}, False
+            return {"results": results, "total": len(results), "like": like}
         found = await self.index.search(str(query), limit=limit, category=category, allowed=allowed)
         results = [{"name": h.name, "category": h.category, "description": h.summary} for h in found.hits]
         answer: dict[str, Any] = {"results": results, "total": found.total}
@@ -147,10 +146,10 @@ class MetaTools:
                     **{name: words for name, words in found.ties.items()},
                 }
             answer["next"] = "describe_tools with the names you will call, then call them"
-        return answer, False
+        return answer
 
     # -- browse ----------------------------------------------------------------------------------------------
-    async def browse(self, caller: Caller, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    async def browse(self, caller: Caller, arguments: Mapping[str, Any]) -> dict[str, Any]:
         category, cursor = arguments.get("category"), arguments.get("cursor")
         allowed = self._allowed(caller)
         counts = await self.index.categories(allowed)
@@ -161,18 +160,18 @@ class MetaTools:
                 shown = [n for n in members if allowed is None or allowed(n)][:3]
                 label = name or "(uncategorized)"
                 categories.append({"name": label, "count": count, "description": "e.g. " + ", ".join(shown)})
-            return {"categories": categories}, False
+            return {"categories": categories}
         if not isinstance(category, str):
-            return _error(INVALID_ARGUMENTS, "category must be a string."), True
+            raise _error(INVALID_ARGUMENTS, "category must be a string.")
         key = "" if category == "(uncategorized)" else category
         if key not in {name for name, _ in counts}:
             valid = [name or "(uncategorized)" for name, _ in counts]
-            return _error(ErrorCode.UNKNOWN_CATEGORY, f"No category '{category}'.", valid_categories=valid), True
+            raise _error(ErrorCode.UNKNOWN_CATEGORY, f"No category '{category}'.", valid_categories=valid)
         start = 0
         if cursor is not None:
             position = decode_cursor("browse", cursor) if isinstance(cursor, str) else None
             if position is None:
-                return _error(INVALID_ARGUMENTS, "Invalid cursor: browse again without one."), True
+                raise _error(INVALID_ARGUMENTS, "Invalid cursor: browse again without one.")
             start = position
         members = [
             n
@@ -185,14 +184,14 @@ class MetaTools:
         answer: dict[str, Any] = {"category": category, "tools": tools}
         if start + self.browse_page < len(members):
             answer["nextCursor"] = encode_cursor("browse", start + self.browse_page)
-        return answer, False
+        return answer
 
     def _is_tool(self, name: str) -> bool:
         return name not in META_TOOLS and name != self.disclosure.describe_tool
 
     # -- call_tool -------------------------------------------------------------------------------------------
     @staticmethod
-    def unwrap(arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | dict[str, Any]:
+    def unwrap(arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | Refusal:
         """`call_tool`'s target and its arguments, or the error document for a malformed request."""
         name, inner = arguments.get("name"), arguments.get("arguments", {})
         if not isinstance(name, str) or not name:
@@ -207,7 +206,7 @@ class MetaTools:
             return _error(INVALID_ARGUMENTS, "arguments must be a JSON object of the tool's parameters.", tool=name)
         return name, inner
 
-    def check_arguments(self, name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    def check_arguments(self, name: str, arguments: dict[str, Any]) -> Refusal | None:
         """None when `arguments` satisfy the tool's inputSchema; else which field broke which rule, and the rule."""
         full = self.catalog.full(name)
         if full is None:

@@ -15,7 +15,7 @@ import jsonschema_rs
 import mcp_types as types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ._errors import ErrorCode
+from ._errors import ErrorCode, tool_result
 
 __all__ = [
     "AVAILABLE_TOOLS_LIMIT",
@@ -298,11 +298,3 @@ def session_required(
         "requests."
     )
     return {"error": {"code": SESSION_REQUIRED, "message": message, "hint": hint, "protocol_version": protocol_version}}
-
-
-def tool_result(document: dict[str, Any], *, error: bool) -> types.CallToolResult:
-    """A tool result carrying `document` as structured content and as JSON text (I-1); the gateway's too."""
-    text = json.dumps(document, ensure_ascii=False)
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structured_content=document, is_error=error
-    )

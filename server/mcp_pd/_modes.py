@@ -18,8 +18,8 @@ from mcp.server.context import ServerRequestContext
 
 from ._advertise import EXTENSION_ID
 from ._disclosure import Disclosure
+from ._errors import Refusal, tool_result
 from ._metatools import CALL_TOOL, META_TOOLS, SEARCH_TOOL, MetaTools
-from ._model import tool_result
 from ._policy import Caller
 from ._store import Catalog
 
@@ -128,7 +128,7 @@ class EagerMode(_Paged):
         s = self.services
         # Nothing is enforced, but what the permission hook hides stays unknown.
         if not s.disclosure.visible(caller, params.name):
-            return tool_result(await s.disclosure.not_found_call(caller, params.name), error=True)
+            return (await s.disclosure.not_found_call(caller, params.name)).tool_result()
         return await s.server_call(ctx, params)
 
 
@@ -150,7 +150,7 @@ class ProgressiveMode(_Paged):
         ctx: Context,
         caller: Caller,
         params: types.CallToolRequestParams,
-        check_arguments: Callable[[], dict[str, Any] | None] | None = None,
+        check_arguments: Callable[[], Refusal | None] | None = None,
     ) -> Any:
         """One real tool: describe-before-call (then `check_arguments`, for call_tool), then the server's own
         handler."""
@@ -160,7 +160,7 @@ class ProgressiveMode(_Paged):
         if refusal is None and check_arguments is not None:
             refusal = check_arguments()
         if refusal is not None:
-            return tool_result(refusal, error=True)
+            return refusal.tool_result()
         return await s.server_call(ctx, params)
 
 
@@ -205,8 +205,8 @@ class CatalogMode(ProgressiveMode):
         arguments = params.arguments or {}
         if params.name == CALL_TOOL:
             unwrapped = metatools.unwrap(arguments)
-            if isinstance(unwrapped, dict):
-                return tool_result(unwrapped, error=True)
+            if isinstance(unwrapped, Refusal):
+                return unwrapped.tool_result()
             name, inner = unwrapped
             inner_params = params.model_copy(update={"name": name, "arguments": inner})
             if name == s.describe_tool:
@@ -215,15 +215,14 @@ class CatalogMode(ProgressiveMode):
                 return await self._meta_call(ctx, caller, inner_params)
             return await self.gated_call(ctx, caller, inner_params, lambda: metatools.check_arguments(name, inner))
         await s.ensure(ctx, [])
-        if params.name == SEARCH_TOOL:
-            document, error = await metatools.search(caller, arguments)
-        else:
-            document, error = await metatools.browse(caller, arguments)
-        result = tool_result(document, error=error)
-        if params.name == SEARCH_TOOL and not error:
-            # Which ranking answered (hybrid, or lexical and why): for clients and operators, not the model.
-            result = result.model_copy(update={"meta": {EXTENSION_ID: metatools.index.ranking}})
-        return result
+        try:
+            if params.name != SEARCH_TOOL:
+                return tool_result(await metatools.browse(caller, arguments), error=False)
+            result = tool_result(await metatools.search(caller, arguments), error=False)
+        except Refusal as refusal:
+            return refusal.tool_result()
+        # Which ranking answered (hybrid, or lexical and why): for clients and operators, not the model.
+        return result.model_copy(update={"meta": {EXTENSION_ID: metatools.index.ranking}})
 
 
 def make_mode(

@@ -19,7 +19,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ._advertise import EXTENSION_ID
 from ._announce import Announcer
-from ._disclosure import Described, Refused
+from ._disclosure import Described
+from ._errors import Refusal
 from ._guidance import RESOURCE_NAME, resource_description
 from ._uri import SelectionError, is_descriptions_uri, parse_selection
 
@@ -43,7 +44,7 @@ class ResourceRouter:
     """The resources/* handlers of the extension.
 
     `originals`: the server's own handlers by method (None where it has none). `read`: describes the selection
-    parsed from a descriptions URI for this request (raising `Refused`). `on_request` is called once per request
+    parsed from a descriptions URI for this request (raising `Refusal`). `on_request` is called once per request
     that is ours; `cache_hints` adds the listing's cache directives.
     """
 
@@ -91,9 +92,9 @@ class ResourceRouter:
             return await self._theirs("resources/read", ctx, params, uri)
         try:
             described = await self._read(ctx, lambda: parse_selection(uri, self.resource_uri, self.max_tools_per_read))
-        except Refused as refused:
+        except Refusal as refusal:
             # I-2: a refused read is a JSON-RPC error whose data is the error document.
-            raise MCPError(refused.rpc_code, refused.message, refused.document()) from None
+            raise refusal.rpc_error() from None
         result = types.ReadResourceResult(
             contents=[
                 types.TextResourceContents(

@@ -17,8 +17,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.dispatcher import ProgressFnT
 
-from mcp_pd._errors import ErrorCode
-from mcp_pd._extension import DESCRIBE_TOOL, ProgressiveDisclosure, tool_result
+from mcp_pd._errors import ErrorCode, Refusal
+from mcp_pd._extension import DESCRIBE_TOOL, ProgressiveDisclosure
 from mcp_pd._metatools import META_TOOLS
 from mcp_pd._store import CATEGORY_META
 from mcp_pd._version import VERSION
@@ -162,7 +162,7 @@ class Gateway:
         route = self.routes.get(params.name)
         if route is None:
             message = f"Tool '{params.name}' is not served by any upstream."
-            return tool_result({"error": {"code": ErrorCode.TOOL_NOT_FOUND.value, "message": message}}, error=True)
+            return Refusal(ErrorCode.TOOL_NOT_FOUND, message).tool_result()
         upstream = self.pool[route.server]
         try:
             return await upstream.call(
@@ -172,17 +172,16 @@ class Gateway:
                 progress=_progress_forwarder(ctx),
             )
         except UpstreamUnavailable as exc:
-            error: dict[str, Any] = {
-                "code": UPSTREAM_UNAVAILABLE,
-                "message": f"Tool '{params.name}' could not be run: {exc}.",
-                "server": exc.server,
-                "tool": params.name,
-                "reason": exc.reason,
-                "retryable": True,
-            }
-            if exc.retry_in is not None:
-                error["retry_after_seconds"] = round(exc.retry_in, 1)
-            return tool_result({"error": error}, error=True)
+            wait: dict[str, Any] = {} if exc.retry_in is None else {"retry_after_seconds": round(exc.retry_in, 1)}
+            return Refusal(
+                UPSTREAM_UNAVAILABLE,
+                f"Tool '{params.name}' could not be run: {exc}.",
+                server=exc.server,
+                tool=params.name,
+                reason=exc.reason,
+                retryable=True,
+                **wait,
+            ).tool_result()
 
 
 def build_gateway(

@@ -15,7 +15,7 @@ from jsonschema.exceptions import SchemaError
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from mcp_pd._errors import ErrorCode
+from mcp_pd._errors import ErrorCode, Refusal
 from mcp_pd._store import DescriptionStore
 
 __all__ = ["SimulatedListing", "build_simulated_server"]
@@ -102,14 +102,9 @@ def build_simulated_server(
                     {"path": "/".join(map(str, e.absolute_path)) or "(arguments)", "message": e.message}
                     for e in errors[:20]
                 ]
-                document = {
-                    "error": {"code": ErrorCode.INVALID_ARGUMENTS.value, "tool": definition.name, "problems": problems}
-                }
-                return types.CallToolResult(
-                    content=[types.TextContent(type="text", text=json.dumps(document))],
-                    structured_content=document,
-                    is_error=True,
-                )
+                message = f"The arguments do not match {definition.name}'s inputSchema; fix the listed problems."
+                refusal = Refusal(ErrorCode.INVALID_ARGUMENTS, message, tool=definition.name, problems=problems)
+                return refusal.tool_result()
         echo = {"simulated": True, "tool": definition.name, "arguments": arguments, "note": SIMULATION_NOTE}
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(echo, ensure_ascii=False))],
