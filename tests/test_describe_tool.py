@@ -186,6 +186,15 @@ async def test_describe_tool_can_be_turned_off() -> None:
         assert refusal == tool_description_required("add")["error"]
 
 
+@pytest.mark.req("PDX-CACHE-01")
+async def test_2026_listing_of_watched_definitions_is_cached_briefly(tmp_path: Path) -> None:
+    # A client that does not subscribe sees an edited definition file within the listing's TTL (issue 23.3).
+    app, _ = make_mcpserver(tmp_path)
+    async with Client(app, cache=None) as client:
+        listing = await client.list_tools()
+    assert listing.ttl_ms == 30_000 and listing.cache_scope == "public"
+
+
 @pytest.mark.req("PDX-MODE-01")
 async def test_eager_mode_lists_full_definitions_and_enforces_nothing(tmp_path: Path) -> None:
     def permission(caller: Caller, name: str) -> bool:
@@ -212,7 +221,7 @@ async def test_2026_cache_hints_are_truthful() -> None:
         assert client.protocol_version == "2026-07-28"
         listing = await client.list_tools()
         read = await client.read_resource(f"{URI}?tools=add")
-    assert listing.ttl_ms > 0 and listing.cache_scope == "public"
+    assert listing.ttl_ms == 300_000 and listing.cache_scope == "public"  # nothing watched: run-time changes only
     # A read grants: it must reach the server every time, never be served from a cache.
     assert read.ttl_ms == 0 and read.cache_scope == "private"
 

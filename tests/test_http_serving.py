@@ -392,6 +392,16 @@ def test_binding_beyond_loopback_without_allowed_hosts_refuses_to_start() -> Non
     assert "serving" not in proc.stderr
 
 
+def test_stateless_start_up_warns_that_progressive_tools_cannot_be_called_without_tokens() -> None:
+    # Issue 23.3: nothing can hold a grant there, which a user should learn at start-up, not from every call.
+    with cli_server("--stateless") as (_, lines):
+        assert "mcp-pd: stateless: no sessions" in lines
+        warning = [line for line in lines if line.startswith("mcp-pd: warning: --stateless without --bearer-tokens")]
+        assert warning and "refused with SESSION_REQUIRED" in warning[0], lines
+    with cli_server() as (_, lines):
+        assert not [line for line in lines if "warning: --stateless" in line]
+
+
 def test_start_up_prints_the_effective_limits() -> None:
     flags = ("--max-sessions", "7", "--session-idle-timeout", "90", "--max-body-size", "65536")
     with cli_server(*flags, "--request-timeout", "2.5", "--keep-alive-timeout", "3") as (_, lines):

@@ -29,6 +29,8 @@ _INSTRUCTIONS_BUDGET: Final = 2000
 # The tool summary in them: enough to see what the server offers; tools/list has the rest (each character is
 # paid by every request of every session: benchmarks/README.md, context).
 _SUMMARY_BUDGET: Final = 480
+_RELOADING_TTL_MS: Final = 30_000
+_STATIC_TTL_MS: Final = 300_000
 
 
 class Advertiser:
@@ -137,7 +139,9 @@ def cache_hints(
     """2026-07-28 cache directives on a listing, truthful: listings change only on reload (and are announced;
     `reloading`: definition files are watched), and differ per caller only when a permission hook filters them."""
     if protocol_version in MODERN_PROTOCOL_VERSIONS:
-        page["ttlMs"] = 300_000 if reloading else 3_600_000
+        # Subscribers hear of a change at once; for clients that do not subscribe, the TTL is how stale a listing
+        # may get: an edited definition file is seen within 30 s, tools registered at run time within 5 minutes.
+        page["ttlMs"] = _RELOADING_TTL_MS if reloading else _STATIC_TTL_MS
         page["cacheScope"] = "private" if per_caller else "public"
     return page
 

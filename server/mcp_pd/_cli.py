@@ -432,6 +432,14 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"mcp-pd: bearer tokens required ({len(verifier)} known); grants kept per principal", file=sys.stderr)
         for line in describe_http(limits, security, stateless=args.stateless):
             print(f"mcp-pd: {line}", file=sys.stderr)
+        if args.stateless and args.bearer_tokens is None and pd.mode != "eager":
+            # No session and no principal: nothing can hold a grant, so every gated call would be refused.
+            print(
+                "mcp-pd: warning: --stateless without --bearer-tokens: no request carries a session or a principal, "
+                f"so no grant can be kept and every call of a {pd.mode}-mode tool is refused with SESSION_REQUIRED; "
+                "add --bearer-tokens FILE (grants per principal), drop --stateless, or use --mode eager",
+                file=sys.stderr,
+            )
         print(f"mcp-pd: serving the {label} on http://{args.host}:{args.port}/mcp", file=sys.stderr)
         await http.serve()
 

@@ -515,6 +515,7 @@ class Catalog:
                     "inputSchema": schema,
                     "outputSchema": tool.get("outputSchema"),
                     "annotations": tool.get("annotations"),
+                    "execution": tool.get("execution"),  # task support: a client must see it as served
                     "_meta": tool.get("_meta"),
                 }
             )
@@ -525,7 +526,8 @@ class Catalog:
                 self.store.directory / name if self.store.directory else name,
             )
             updates["input_schema"] = schema
-        for attr, key in (("title", "title"), ("output_schema", "outputSchema"), ("annotations", "annotations")):
+        inherited = (("title", "title"), ("output_schema", "outputSchema"), ("annotations", "annotations"))
+        for attr, key in (*inherited, ("execution", "execution")):
             if getattr(file_def, attr) is None and tool.get(key) is not None:
                 updates[attr] = tool[key]
         merged = file_def.model_copy(update=updates) if updates else file_def

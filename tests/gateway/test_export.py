@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gateway.gwtest import connect, describe, error_of, gateway_params, marked_pids, stdio, write_config
@@ -75,3 +76,29 @@ async def test_export_enrich_then_serve_lazily_from_the_cache(tmp_path: Path, np
         assert error["server"] == "memory"
         assert "command not found: definitely-not-a-command-mcp-pd" in error["message"]
         assert not (await client.call_tool("get-sum", {"a": 1, "b": 1})).is_error  # the others keep serving
+
+
+@pytest.mark.parametrize("mode", ["eager", "progressive"])
+async def test_the_live_gateway_keeps_task_support_as_export_does(
+    tmp_path: Path, npm: dict[str, Path], mark: str, mode: str
+) -> None:
+    # Issue 23.5: an upstream tool's `execution` (task support) reached export and --cache but not the live listing.
+    config = write_config(tmp_path / "servers.json", {"everything": stdio("node", str(npm["everything"]), mark=mark)})
+    out = tmp_path / "definitions"
+    assert _export(config, out).returncode == 0
+    direct: dict[str, Any] = {}  # what export wrote: the upstream's own fields
+    for path in out.glob("*.json"):
+        definition = json.loads(path.read_text())
+        if definition.get("execution"):
+            direct[definition["name"]] = definition["execution"]
+    assert direct.get("simulate-research-query") == {"taskSupport": "required"}, direct
+    async with connect(gateway_params("--config", str(config), "--mode", mode)) as client:
+        listed = {
+            t.name: t.execution.model_dump(by_alias=True, exclude_none=True)
+            for t in (await client.list_tools()).tools
+            if t.execution is not None
+        }
+        assert listed == direct
+        if mode == "progressive":
+            described = await describe(client, "simulate-research-query")
+            assert described["simulate-research-query"]["execution"] == {"taskSupport": "required"}
