@@ -11,13 +11,12 @@ from typing import Any, TypeAlias
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ._advertise import EXTENSION_ID
 from ._disclosure import Described, Disclosure
-from ._errors import ErrorCode, Refusal
+from ._errors import ErrorCode, Refusal, tool_result
 from ._guidance import describe_tool_description
-from ._model import missing_tool_selection, session_required, tool_result
+from ._model import missing_tool_selection, session_required
 from ._policy import Caller
 from ._sessions import client_address
 from ._uri import SelectionError, select_names
@@ -100,9 +99,8 @@ class Describer:
         if caller.session is None and self.grants_kept and described_names:
             # Nothing can hold the grant (no session, no principal): answering "described" would be a lie that
             # every later call exposes with SESSION_REQUIRED. Refuse now, saying why and how to fix it.
-            sessionless = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
             names = ", ".join(described_names)
-            document = session_required(names, ctx.protocol_version, sessionless=sessionless, describing=True)
+            document = session_required(names, ctx.protocol_version, describing=True)
             return Refusal.of(document).tool_result()
         result = tool_result(described.document(), error=False)
         # The JSON text is the resource's own, byte for byte, assembled from the cached definitions.

@@ -27,7 +27,7 @@ from ._policy import Caller, FetchLimiter, ToolPermission
 from ._store import Catalog
 from ._suggest import NameSuggester
 
-__all__ = ["Described", "Disclosure", "Refusal", "Refused"]
+__all__ = ["Described", "Disclosure"]
 
 logger = logging.getLogger("mcp_pd")
 
@@ -42,9 +42,6 @@ _INLINE_INDEX: Final = 2_000
 TOOL_NOT_FOUND: Final[str] = ErrorCode.TOOL_NOT_FOUND.value
 
 Relist = Callable[[], Awaitable[None]]
-
-
-Refused = Refusal  # the name this package used before the error vocabulary had one
 
 
 @dataclass

@@ -75,11 +75,6 @@ class Refusal(Exception):
         error = dict(document["error"])
         return cls(error.pop("code"), error.pop("message"), rpc_code=rpc_code, **error)
 
-    @property
-    def extra(self) -> dict[str, Any]:
-        """The document's fields besides code and message (the name `Refused` gave them)."""
-        return self.details
-
     def document(self) -> dict[str, Any]:
         """`{"error": {"code", "message", ...details}}` (spec 6)."""
         return {"error": {"code": self.code, "message": self.message, **self.details}}

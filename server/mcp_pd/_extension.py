@@ -21,16 +21,16 @@ from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ._advertise import EXTENSION_ID, Advertiser, cache_hints, discover_refusal
 from ._announce import Announcer
 from ._describing import Describer
 from ._disclosure import Described, Disclosure
+from ._errors import tool_result
 from ._grants import GrantStore, MemoryGrantStore
 from ._index import CatalogIndex, Semantic
 from ._metatools import META_TOOLS, MetaTools
-from ._model import DEFAULT_RESOURCE_URI, session_required, tool_result
+from ._model import DEFAULT_RESOURCE_URI, session_required
 from ._modes import CatalogMode, DisclosureMode, Mode, make_mode
 from ._paging import decode_cursor, encode_cursor
 from ._policy import Caller, FetchLimiter, FetchRateLimiter, RateLimit, ToolPermission
@@ -307,8 +307,7 @@ class ProgressiveDisclosure:
 
     def session_required(self, ctx: ServerRequestContext[Any, Any], name: str) -> dict[str, Any]:
         """SESSION_REQUIRED for a call of `name` in this request's era."""
-        sessionless = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
-        return session_required(name, ctx.protocol_version, sessionless=sessionless)
+        return session_required(name, ctx.protocol_version)
 
     # -- tools/list and tools/call: the mode decides ------------------------------------------------------
     async def _list_tools(

@@ -13,9 +13,10 @@ from typing import Any, Final, TypeVar
 
 import jsonschema_rs
 import mcp_types as types
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ._errors import ErrorCode, tool_result
+from ._errors import ErrorCode
 
 __all__ = [
     "AVAILABLE_TOOLS_LIMIT",
@@ -36,7 +37,6 @@ __all__ = [
     "session_required",
     "tool_description_required",
     "tool_not_found",
-    "tool_result",
 ]
 
 DEFAULT_RESOURCE_URI: Final = "resource:///tool_descriptions"
@@ -266,16 +266,14 @@ def tool_not_found(name: str, available: list[str], total: int) -> dict[str, Any
     return {"error": f"Tool '{name}' not found", "available_tools": available, "available_tools_total": total}
 
 
-def session_required(
-    name: str, protocol_version: str | None, *, sessionless: bool, describing: bool = False
-) -> dict[str, Any]:
+def session_required(name: str, protocol_version: str | None, *, describing: bool = False) -> dict[str, Any]:
     """SESSION_REQUIRED: no session and no principal can hold a grant for `name` (spec/sessions.md).
 
-    `sessionless`: the request came in the sessionless 2026-07-28 protocol (the client can fix it by connecting
-    with the handshake); otherwise the server runs stateless HTTP (only the operator can fix it). `describing`: the
-    refusal answers describe_tools rather than a call.
+    In the sessionless 2026-07-28 protocol the client can fix it by connecting with the handshake; in the handshake
+    era the server runs stateless HTTP, and only the operator can. `describing`: the refusal answers describe_tools
+    rather than a call.
     """
-    if sessionless:
+    if protocol_version in MODERN_PROTOCOL_VERSIONS:
         where = "this request came without an MCP session (the sessionless 2026-07-28 protocol)"
         hint = (
             "Connect with the 2025-11-25 handshake so the server issues a session "
