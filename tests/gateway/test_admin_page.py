@@ -61,8 +61,14 @@ def _until(check: Callable[[], bool], what: str, timeout: float = 45.0) -> None:
 
 
 def _state(driver: webdriver.Chrome, upstream: str) -> str:
-    cells = driver.find_elements(By.CSS_SELECTOR, f'[data-upstream-state="{upstream}"]')
-    return cells[0].text if cells else ""
+    # One script reads the cell: the page re-renders its table on every poll, so an element found in one round trip
+    # can be stale by the next (find, then .text) and fail the test for a reason the user never sees.
+    script = "const c = document.querySelector(arguments[0]); return c ? c.textContent.trim() : '';"
+    return str(driver.execute_script(script, f'[data-upstream-state="{upstream}"]'))
+
+
+def _body(driver: webdriver.Chrome) -> str:
+    return str(driver.execute_script("return document.body.innerText;"))
 
 
 def test_operator_page_shows_failure_recovery_and_search(tmp_path: Path, mark: str, browser: webdriver.Chrome) -> None:
@@ -75,7 +81,7 @@ def test_operator_page_shows_failure_recovery_and_search(tmp_path: Path, mark: s
         browser.get(page)
         assert "mcp-pd gateway" in browser.title
         assert _state(browser, "plain") == "ready"
-        assert "echo" in browser.find_element(By.TAG_NAME, "body").text  # the upstream's tools, listed lines
+        assert "echo" in _body(browser)  # the upstream's tools, listed lines
 
         async def crash() -> None:
             async with Client(url, mode="legacy", cache=None) as client:
@@ -85,7 +91,7 @@ def test_operator_page_shows_failure_recovery_and_search(tmp_path: Path, mark: s
         broken.touch()
         anyio.run(crash)
         _until(lambda: _state(browser, "plain") == "failed", "the page to show the upstream failed")
-        assert "failed to start" in browser.find_element(By.TAG_NAME, "body").text  # its last error
+        assert "failed to start" in _body(browser)  # its last error
         broken.unlink()
         _until(lambda: _state(browser, "plain") == "ready", "the page to show the upstream recovered")
 
