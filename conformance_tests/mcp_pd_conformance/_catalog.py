@@ -9,53 +9,28 @@ misspelt name; session Q, open from the start, calls T both ways at the end (ref
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
-from ._documents import classify_call
+from ._browse import BROWSE, CALL, DETAIL, Catalog, walk
+from ._definitions import WRONG_VALUES
+from ._documents import Answer, answer, classify_call
 from ._model import ProfileRun
 from ._probe import ConnectFailure, Exchange, Held, Peer, short
-from ._profiles import Answer, ProfileContext, SafeCall, answer, gate_refused, skip_profile
+from ._profiles import ProfileContext, SafeCall, gate_refused, skip_profile
 
 __all__ = ["catalog_profile"]
 
 PROFILE = "catalog"
-SEARCH, BROWSE, CALL = "search_tools", "browse_tools", "call_tool"
+SEARCH = "search_tools"
 NOT_CATALOG = "the server is not in catalog mode: tools/list has no search_tools"
 NONSENSE = "qzxvj wplkkr frobnitzel"  # a query no tool can explain
 UNKNOWN_CATEGORY = "pd_conformance_no_such_category"
 DEFAULT_LIMIT = 5
 SUMMARY_LIMIT = 300  # a result's description is one line, not documentation
-_DETAIL = ("inputSchema", "outputSchema", "examples", "input_schema")
-_MAX_PAGES = 60  # browse pages over all categories
-_WRONG_VALUES: dict[str, Any] = {
-    "integer": "not-a-number",
-    "number": "not-a-number",
-    "string": 12345,
-    "boolean": "not-a-boolean",
-    "array": "not-an-array",
-    "object": "not-an-object",
-}
 
 
 def _id(check: str) -> str:
     return f"{PROFILE}/{check}"
-
-
-@dataclass
-class _Catalog:
-    """What browsing found: each category's tools in order, their one-line descriptions, and what was off."""
-
-    members: dict[str, list[str]] = field(default_factory=dict)
-    summaries: dict[str, str] = field(default_factory=dict)
-    problems: list[tuple[str, Exchange]] = field(default_factory=list)
-
-    @property
-    def names(self) -> list[str]:
-        return list(dict.fromkeys(n for names in self.members.values() for n in names))
-
-    def category(self, name: str) -> str | None:
-        return next((c for c, names in self.members.items() if name in names), None)
 
 
 async def catalog_profile(ctx: ProfileContext) -> ProfileRun:
@@ -105,74 +80,29 @@ async def _meta(ctx: ProfileContext, peer: Peer, tool: str, arguments: dict[str,
 
 
 # -- browse and the list ------------------------------------------------------------------------------------
-async def _browse(ctx: ProfileContext) -> _Catalog:
+async def _browse(ctx: ProfileContext) -> Catalog:
     """catalog/browse: the categories, then every page of every category (bounded)."""
-    found = _Catalog()
-    top = await _meta(ctx, ctx.scout, BROWSE, {})
-    categories = top.mapping.get("categories")
-    if top.problem or top.is_error or not isinstance(categories, list) or not categories:
-        found.problems.append((f"browse_tools {{}}: {top.problem or short(top.document, 160)}", top.exchange))
-        _judge_browse(ctx, found)
-        return found
-    pages = 0
-    for category in categories:
-        name, count = (category.get("name"), category.get("count")) if isinstance(category, dict) else (None, None)
-        if not isinstance(name, str) or not isinstance(count, int) or not isinstance(category.get("description"), str):
-            found.problems.append((f"a category is not {{name, count, description}}: {short(category)}", top.exchange))
-            continue
-        members: list[str] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        while pages < _MAX_PAGES:
-            pages += 1
-            arguments = {"category": name} | ({"cursor": cursor} if cursor else {})
-            page = await _meta(ctx, ctx.scout, BROWSE, arguments)
-            tools = page.mapping.get("tools")
-            if page.problem or page.is_error or not isinstance(tools, list):
-                what = page.problem or short(page.document, 160)
-                found.problems.append((f"browse_tools {json.dumps(arguments)}: {what}", page.exchange))
-                break
-            for tool in tools:
-                if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
-                    found.problems.append((f"category {name}: an entry without a name: {short(tool)}", page.exchange))
-                    continue
-                detail = [k for k in _DETAIL if k in tool]
-                if detail:
-                    found.problems.append((f"{tool['name']} in browse_tools carries {detail}", page.exchange))
-                members.append(tool["name"])
-                found.summaries.setdefault(tool["name"], str(tool.get("description") or ""))
-            cursor = page.mapping.get("nextCursor")
-            if not isinstance(cursor, str) or not cursor:
-                break
-            if cursor in seen:
-                found.problems.append((f"category {name}: nextCursor {short(cursor, 40)!r} repeated", page.exchange))
-                break
-            seen.add(cursor)
-        if len(members) != count or len(set(members)) != len(members):
-            found.problems.append(
-                (
-                    f"category {name} counts {count} tools, but its pages held {len(members)} names "
-                    f"({len(set(members))} distinct)",
-                    top.exchange,
-                )
-            )
-        found.members[name] = list(dict.fromkeys(members))
-    _judge_browse(ctx, found, pages)
+
+    async def meta(tool: str, arguments: dict[str, Any]) -> Answer:
+        return await _meta(ctx, ctx.scout, tool, arguments)
+
+    found = await walk(meta)
+    _judge_browse(ctx, found)
     return found
 
 
-def _judge_browse(ctx: ProfileContext, found: _Catalog, pages: int = 0) -> None:
+def _judge_browse(ctx: ProfileContext, found: Catalog) -> None:
     sizes = ", ".join(f"{c} ({len(n)})" for c, n in list(found.members.items())[:6])
     ctx.rec.judge(
         _id("browse"),
         found.problems,
-        ok=f"{len(found.members)} categories, {len(found.names)} tools in {pages} pages: {sizes}",
+        ok=f"{len(found.members)} categories, {len(found.names)} tools in {found.pages} pages: {sizes}",
         expected='{"categories": [{"name", "count", "description"}]}, and per category {"tools": [{"name", '
         '"description"}], "nextCursor"?} pages holding exactly count tools',
     )
 
 
-def _fixed_list(ctx: ProfileContext, listed: list[str], describe: str, catalog: _Catalog) -> None:
+def _fixed_list(ctx: ProfileContext, listed: list[str], describe: str, catalog: Catalog) -> None:
     wanted = [SEARCH, BROWSE, describe, CALL]
     missing = [n for n in wanted if n not in listed]
     others = [n for n in listed if n not in wanted]
@@ -195,7 +125,7 @@ def _fixed_list(ctx: ProfileContext, listed: list[str], describe: str, catalog: 
 
 # -- search ---------------------------------------------------------------------------------------------------
 def _results(
-    got: Answer, label: str, catalog: _Catalog, problems: list[tuple[str, Exchange]], compact: bool = False
+    got: Answer, label: str, catalog: Catalog, problems: list[tuple[str, Exchange]], compact: bool = False
 ) -> list[str]:
     """The result names of a search answer; what is off about its shape (and size, if `compact`) goes to `problems`.
 
@@ -211,7 +141,7 @@ def _results(
             what = f"{label}: a result is not {{name, category, description}}: {short(result)}"
             problems.append((what, got.exchange))
             continue
-        detail = [k for k in _DETAIL if k in result]
+        detail = [k for k in DETAIL if k in result]
         if compact and (detail or len(str(result.get("description") or "")) > SUMMARY_LIMIT):
             what = f"carries {detail}" if detail else f"has a {len(str(result['description']))}-character description"
             problems.append((f"{label}: the result {result['name']} {what}: not compact", got.exchange))
@@ -221,7 +151,7 @@ def _results(
     return names
 
 
-async def _search_results(ctx: ProfileContext, catalog: _Catalog, probe: str) -> None:
+async def _search_results(ctx: ProfileContext, catalog: Catalog, probe: str) -> None:
     query = catalog.summaries[probe]
     problems: list[tuple[str, Exchange]] = []
     got = await _meta(ctx, ctx.scout, SEARCH, {"query": query})
@@ -248,7 +178,7 @@ async def _search_results(ctx: ProfileContext, catalog: _Catalog, probe: str) ->
     )
 
 
-async def _search_abstains(ctx: ProfileContext, catalog: _Catalog) -> None:
+async def _search_abstains(ctx: ProfileContext, catalog: Catalog) -> None:
     got = await _meta(ctx, ctx.scout, SEARCH, {"query": NONSENSE})
     problems: list[tuple[str, Exchange]] = []
     names = _results(got, f"query {NONSENSE!r}", catalog, problems)
@@ -268,7 +198,7 @@ async def _search_abstains(ctx: ProfileContext, catalog: _Catalog) -> None:
     )
 
 
-async def _search_filters(ctx: ProfileContext, catalog: _Catalog, probe: str) -> None:
+async def _search_filters(ctx: ProfileContext, catalog: Catalog, probe: str) -> None:
     query, home = catalog.summaries[probe], catalog.category(probe)
     problems: list[tuple[str, Exchange]] = []
     checked = []
@@ -350,8 +280,8 @@ def _violation(ctx: ProfileContext, safe: list[SafeCall]) -> tuple[SafeCall, str
         properties = schema.get("properties") if isinstance(schema, dict) else None
         for prop, rule in (properties or {}).items():
             kind = rule.get("type") if isinstance(rule, dict) else None
-            if isinstance(kind, str) and kind in _WRONG_VALUES:
-                return tool, prop, {**tool.arguments, prop: _WRONG_VALUES[kind]}
+            if isinstance(kind, str) and kind in WRONG_VALUES:
+                return tool, prop, {**tool.arguments, prop: WRONG_VALUES[kind]}
     return None
 
 

@@ -98,15 +98,24 @@ class Discovery:
     safe_reason: str = "no tool was chosen"
     # Full definitions read during the run, by name (see _definitions.learn_definitions).
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Catalog mode: the tools behind call_tool, as browse_tools named them (see _browse.adopt_catalog).
+    behind: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def names(self) -> list[str]:
-        """The listed tools the extension discloses and gates (the extension's own tools left out)."""
-        return [t["name"] for t in self.tools if isinstance(t.get("name"), str) and t["name"] not in self.meta]
+        """The tools the extension discloses and gates: the listed ones (its own tools left out), then those behind
+        catalog mode's call_tool."""
+        return [t["name"] for t in self.callable_tools if isinstance(t.get("name"), str)]
 
     @property
     def gated_tools(self) -> list[dict[str, Any]]:
+        """The listed tools the extension gates (what tools/list checks judge)."""
         return [t for t in self.tools if t["name"] not in self.meta]
+
+    @property
+    def callable_tools(self) -> list[dict[str, Any]]:
+        """Every tool the suite may probe: the listed ones, then those behind call_tool."""
+        return [*self.gated_tools, *self.behind]
 
 
 def unfetched_tool_note(disc: Discovery) -> str:
@@ -432,7 +441,9 @@ async def resource_listing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         if passed:
             rec.ok(check_id, f"the description {what}")
         else:
-            rec.fail(check_id, f"the description does not {what}", expected=expected, exchange=listed_entry)
+            verb, _, rest = what.partition(" ")  # "says what ..." -> "does not say what ..."
+            negated = f"{verb.removesuffix('s')} {rest}"
+            rec.fail(check_id, f"the description does not {negated}", expected=expected, exchange=listed_entry)
 
     judge(
         "resource-listing/explains-tools-list",

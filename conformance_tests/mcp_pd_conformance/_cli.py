@@ -99,6 +99,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="also wait this long before re-checking that grants persist (default 0: requests only)",
     )
+    p.add_argument(
+        "--allow-side-effects",
+        action="store_true",
+        help="grants/unsafe-tools-gated may call a tool that is not read-only and takes no constrained argument "
+        "unfetched, with {} (it runs if the server does not gate it); default: such tools are left unchecked",
+    )
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per request (default 30)")
     p.add_argument("--no-color", action="store_true", help="no ANSI colours (default: colours on a terminal)")
     p.add_argument("-q", "--quiet", action="store_true", help="report problems only, no progress")
@@ -205,6 +211,7 @@ def _options(args: argparse.Namespace) -> Options:
         strict=args.strict,
         grant_hold=args.grant_hold,
         profiles=profiles,
+        allow_side_effects=args.allow_side_effects,
     )
 
 

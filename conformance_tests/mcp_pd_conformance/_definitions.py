@@ -2,7 +2,9 @@
 
 `learn_definitions` reads the definitions of the first `MAX_DEFINITIONS` gated tools (in batches,
 one name at a time when a batch is refused). `schema_valid` validates each served inputSchema and
-each example against it with jsonschema. `judge_reads` looks at every resources/read the run sent:
+each example against it with jsonschema; `listed_schema_agrees` checks that the minimal schema in tools/list
+accepts every call the full one does; `violating_arguments` builds a call its full schema rejects (to probe a
+gate without running the tool). `judge_reads` looks at every resources/read the run sent:
 every content item, its MIME type, and whether a successful read silently held fewer tools than asked.
 """
 
@@ -20,10 +22,29 @@ from ._documents import base_uri, read_body
 from ._probe import Exchange, Peer, short
 from ._record import Recorder
 
-__all__ = ["MAX_DEFINITIONS", "judge_reads", "learn_definitions", "schema_valid"]
+__all__ = [
+    "MAX_DEFINITIONS",
+    "WRONG_VALUES",
+    "judge_reads",
+    "learn_definitions",
+    "listed_schema_agrees",
+    "schema_valid",
+    "violating_arguments",
+]
 
 MAX_DEFINITIONS = 50
 _BATCH = 10
+# A value of the wrong JSON type for each declared type (and one no enum or const admits).
+WRONG_VALUES: dict[str, Any] = {
+    "integer": "not-a-number",
+    "number": "not-a-number",
+    "string": 12345,
+    "boolean": "not-a-boolean",
+    "array": "not-an-array",
+    "object": "not-an-object",
+    "null": "not-null",
+}
+_OUTSIDE_ENUM = "pd_conformance_not_allowed"
 
 
 async def learn_definitions(
@@ -98,6 +119,104 @@ def schema_valid(rec: Recorder, disc: Discovery) -> None:
         )
     else:
         rec.ok("resource-read/schema-valid", f"{checked} served schemas are valid and their examples validate")
+
+
+def _validator(schema: Any) -> Any:
+    """A jsonschema validator for `schema`, or None when it is not a usable JSON Schema."""
+    if not isinstance(schema, dict):
+        return None
+    try:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        cls.check_schema(schema)
+        return cls(schema)
+    except SchemaError:
+        return None
+
+
+def _rejects(validator: Any, instance: Any) -> bool:
+    try:
+        return next(iter(validator.iter_errors(instance)), None) is not None
+    except Exception:  # an unresolvable $ref and the like: no verdict
+        return False
+
+
+def _wrong_value(schema: Any) -> Any:
+    """A value `schema` (one property's) rejects, or None when it constrains nothing the suite can break."""
+    if not isinstance(schema, dict):
+        return None
+    if "enum" in schema or "const" in schema:
+        return _OUTSIDE_ENUM
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if kinds and all(isinstance(k, str) for k in kinds):
+        # A value of a type none of them allows.
+        return next((v for t, v in WRONG_VALUES.items() if t not in kinds and type(v) is not bool), None)
+    return None
+
+
+def violating_arguments(schema: Any) -> dict[str, Any] | None:
+    """Arguments `schema` rejects, as harmless as can be: every required parameter left out, every other constrained
+    one given a value of the wrong type. None when the schema rejects nothing the suite can build (no required and
+    no constrained parameter): a call would then be a real call."""
+    validator = _validator(schema)
+    if validator is None:
+        return None
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    arguments = {
+        name: wrong
+        for name, sub in properties.items()
+        if name not in required and (wrong := _wrong_value(sub)) is not None
+    }
+    return arguments if _rejects(validator, arguments) else None
+
+
+def listed_schema_agrees(rec: Recorder, disc: Discovery) -> None:
+    """resource-read/listed-schema-agrees: the minimal inputSchema of tools/list may be omitted or loosened
+    (PD-3.1-05), never narrowed: a host that validates arguments against the listing would refuse real calls."""
+    compared, problems = 0, []
+    for tool in disc.gated_tools:
+        name, listed, entry = tool["name"], tool.get("inputSchema"), disc.entries.get(tool["name"]) or {}
+        full = entry.get("inputSchema")
+        if listed is None or not isinstance(full, dict):
+            continue
+        compared += 1
+        checker = _validator(listed)
+        if checker is None:
+            problems.append(f"{name}: the listed inputSchema is not a valid JSON Schema")
+            continue
+        calls = [arguments for _, arguments in _examples(entry)]
+        properties: dict[str, Any] = full["properties"] if isinstance(full.get("properties"), dict) else {}
+        closed = listed.get("additionalProperties") is False
+        listed_properties = listed.get("properties") if isinstance(listed.get("properties"), dict) else {}
+        shut_out = [p for p in properties if closed and p not in listed_properties]
+        wanted = listed.get("required") if isinstance(listed, dict) else None
+        demanded = [p for p in wanted or [] if isinstance(p, str) and p not in (full.get("required") or [])]
+        rejected = [arguments for arguments in calls if _rejects(checker, arguments)]
+        if shut_out or demanded or rejected:
+            why = (
+                f"additionalProperties: false shuts out {', '.join(shut_out[:4])}"
+                if shut_out
+                else f"requires {', '.join(demanded[:4])}, which the full schema does not"
+                if demanded
+                else f"rejects its own example {short(rejected[0], 80)}"
+            )
+            problems.append(f"{name}: the listed inputSchema {why}")
+    if not compared:
+        rec.skip("resource-read/listed-schema-agrees", "no listed tool with both a listed and a served inputSchema")
+        return
+    if problems:
+        rec.fail(
+            "resource-read/listed-schema-agrees",
+            f"{len(problems)} of {compared} tools: " + "; ".join(problems[:3]),
+            expected='a listed inputSchema omitted, or loosened (e.g. {"type": "object", "additionalProperties": '
+            "true}), never closed: hosts validate calls against it",
+        )
+    else:
+        rec.ok(
+            "resource-read/listed-schema-agrees",
+            f"the listed inputSchemas of {compared} tools accept every call their full schemas accept",
+        )
 
 
 def _requested(uri: str, base: str) -> list[str] | None:

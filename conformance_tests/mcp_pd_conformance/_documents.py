@@ -14,15 +14,17 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
-from ._probe import Exchange
+from ._probe import Exchange, short
 
 __all__ = [
     "MISSING_MESSAGE",
     "MISSING_TOOL_SELECTION",
     "SESSIONLESS_VERSIONS",
     "TOOL_DESCRIPTION_REQUIRED",
+    "Answer",
     "Body",
     "CallOutcome",
+    "answer",
     "base_uri",
     "classify_call",
     "error_document",
@@ -205,3 +207,46 @@ def base_uri(uri: str) -> str:
 
 def uri_path(uri: str) -> str:
     return urlsplit(base_uri(uri)).path
+
+
+@dataclass
+class Answer:
+    """What a tools/call answered: its document (structuredContent, else the JSON text), and what was off."""
+
+    exchange: Exchange
+    document: Any = None
+    is_error: bool = False
+    problem: str = ""  # a JSON-RPC error, a missing structuredContent or JSON text, or the two differing
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """The error document's inner object, when the answer is a refusal."""
+        return error_document(self.document) if self.is_error else None
+
+    @property
+    def mapping(self) -> dict[str, Any]:
+        return self.document if isinstance(self.document, dict) and not self.is_error else {}
+
+
+def answer(exchange: Exchange) -> Answer:
+    """Decode a tools/call result into its JSON document (I-13, I-16: structuredContent with a JSON text copy)."""
+    if exchange.error is not None:
+        return Answer(exchange, exchange.error.data, True, f"a JSON-RPC error ({short(exchange.received, 160)})")
+    result = exchange.result or {}
+    structured = result.get("structuredContent")
+    texts = [c.get("text") for c in result.get("content") or [] if isinstance(c, dict) and c.get("type") == "text"]
+    parsed: Any = None
+    problem = ""
+    if texts and isinstance(texts[0], str):
+        try:
+            parsed = json.loads(texts[0])
+        except ValueError:
+            problem = f"the text content is not JSON: {short(texts[0], 80)!r}"
+    else:
+        problem = "no text content"
+    if structured is None:
+        problem = problem or "no structuredContent"
+    elif not problem and parsed != structured:
+        problem = "the JSON text content differs from structuredContent"
+    document = structured if structured is not None else parsed
+    return Answer(exchange, document, result.get("isError") is True, problem)

@@ -14,10 +14,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._checks import UNKNOWN_TOOL, selection_uri
-from ._documents import MISSING_TOOL_SELECTION, CallOutcome, classify_call, error_document, read_body
+from ._documents import (
+    MISSING_TOOL_SELECTION,
+    Answer,
+    CallOutcome,
+    answer,
+    classify_call,
+    error_document,
+    read_body,
+)
 from ._model import ProfileRun
 from ._probe import ConnectFailure, Exchange, Held, Peer, short
-from ._profiles import Answer, ProfileContext, SafeCall, answer, gate_refused, skip_profile
+from ._profiles import ProfileContext, SafeCall, gate_refused, skip_profile
 
 __all__ = ["tool_fallback_profile"]
 

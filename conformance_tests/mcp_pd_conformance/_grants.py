@@ -23,13 +23,15 @@ from ._selection import near_miss
 __all__ = ["MAX_SAFE_TOOLS", "STRETCH", "GrantsSession", "finish_grants", "open_grants", "safe_tools"]
 
 MAX_SAFE_TOOLS = 8
+# Checked in a session of its own, whatever became of session G (see _unsafe).
+APART = frozenset({"grants/unsafe-tools-gated"})
 STRETCH = 24  # other requests between the read and the calls of grants/persist-through-session
 
 
 def safe_tools(disc: Discovery) -> list[str]:
     """The tools the suite may call: --call-tool, then each readOnlyHint=true tool (in the listing or definition)."""
     names = [disc.probe] if disc.probe is not None and disc.probe_source == "--call-tool" else []
-    for tool in disc.gated_tools:
+    for tool in disc.callable_tools:
         hints = tool.get("annotations") if isinstance(tool.get("annotations"), dict) else disc.hints.get(tool["name"])
         if isinstance(hints, dict) and hints.get("readOnlyHint") is True and tool["name"] not in names:
             names.append(tool["name"])
@@ -45,6 +47,7 @@ class GrantsSession:
     tools: list[str]
     code: str | None = None  # the refusal code G's first unfetched call got
     blocked: str = ""
+    gated: bool = False  # every safe tool was refused unfetched: the server has a gate
     arguments: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def refused(self, outcome: CallOutcome) -> bool:
@@ -57,12 +60,14 @@ async def open_grants(
     """Open session G and call every safe tool unfetched (grants/every-tool-gated, repeated-unfetched-refused)."""
     tools = safe_tools(disc)
     if disc.base is None or not tools:
-        rec.skip_scenario("grants", disc.safe_reason if disc.base is not None else "no tool_descriptions resource")
+        rec.skip_scenario(
+            "grants", disc.safe_reason if disc.base is not None else "no tool_descriptions resource", keep=APART
+        )
         return None
     try:
         held = await pool.open(target, mode)
     except ConnectFailure as exc:
-        rec.skip_scenario("grants", f"could not open a session: {exc.message}")
+        rec.skip_scenario("grants", f"could not open a session: {exc.message}", keep=APART)
         return None
     g = GrantsSession(held, mode, tools)
     unfetched = {name: dict(call_args or {}) if name == disc.probe else {} for name in tools}
@@ -74,7 +79,7 @@ async def open_grants(
     version = held.peer.protocol_version
     if version in SESSIONLESS_VERSIONS and first.kind == "refused" and first.code != TOOL_DESCRIPTION_REQUIRED:
         g.blocked = f"protocol {version} has no session and the server refuses its calls with {first.code}"
-        rec.skip_scenario("grants", g.blocked)
+        rec.skip_scenario("grants", g.blocked, keep=APART)
         return g
     g.code = first.code if first.kind == "refused" else None
     ran = [(n, ex) for n, (o, ex) in outcomes.items() if not g.refused(o)]
@@ -87,6 +92,7 @@ async def open_grants(
             exchange=ran[0][1],
         )
     else:
+        g.gated = g.code is not None
         rec.ok("grants/every-tool-gated", f"all {len(tools)} safe tools were refused unfetched: {', '.join(tools)}")
     if g.refused(first):
         for attempt in (2, 3):
@@ -121,7 +127,7 @@ async def finish_grants(
         return
     try:
         if g.blocked:
-            rec.skip_scenario("grants", g.blocked)
+            rec.skip_scenario("grants", g.blocked, keep=APART)
             return
         assert disc.base is not None
         for name in g.tools:

@@ -164,13 +164,22 @@ def _classify(exc: BaseException, target: Target, stderr: str) -> ConnectFailure
 class Peer:
     """One connected client (one MCP session, when the era has sessions), recording raw exchanges."""
 
-    def __init__(self, client: Client, mode: Mode, timeout: float, reads: list[Exchange] | None = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        mode: Mode,
+        timeout: float,
+        reads: list[Exchange] | None = None,
+        routes: dict[str, str] | None = None,
+    ) -> None:
         self.client = client
         self.mode = mode
         self.timeout = timeout
         self.pagination_problems: list[str] = []
         # Every resources/read of this run (shared by the run's peers), for resource-read/complete-responses.
         self.reads: list[Exchange] = reads if reads is not None else []
+        # Tools reached through another tool (catalog mode's call_tool), shared by the run's peers: name -> tool.
+        self.routes: dict[str, str] = routes if routes is not None else {}
 
     @property
     def protocol_version(self) -> str:
@@ -221,7 +230,11 @@ class Peer:
         self.reads.append(exchange)
         return exchange
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> Exchange:
+    async def call(self, name: str, arguments: dict[str, Any], *, direct: bool = False) -> Exchange:
+        """tools/call of `name`; through its route (`call_tool {name, arguments}`) unless `direct`."""
+        via = None if direct else self.routes.get(name)
+        if via is not None:
+            name, arguments = via, {"name": name, "arguments": arguments}
         params = types.CallToolRequestParams(name=name, arguments=arguments)
         return await self._send(
             types.CallToolRequest(params=params), "tools/call", {"name": name, "arguments": arguments}
@@ -283,7 +296,9 @@ class _Stderr:
 
 
 @asynccontextmanager
-async def connect(target: Target, mode: Mode, reads: list[Exchange] | None = None) -> AsyncIterator[Peer]:
+async def connect(
+    target: Target, mode: Mode, reads: list[Exchange] | None = None, routes: dict[str, str] | None = None
+) -> AsyncIterator[Peer]:
     """Open one client on `target` in `mode`; raises `ConnectFailure` when no MCP session can be opened.
 
     A stdio server is started with this process's environment and its stderr is kept (shown on failure).
@@ -304,7 +319,7 @@ async def connect(target: Target, mode: Mode, reads: list[Exchange] | None = Non
         except Exception as exc:
             raise _classify(exc, target, stderr.tail()) from None
         try:
-            yield Peer(client, mode, target.timeout, reads)
+            yield Peer(client, mode, target.timeout, reads, routes)
         finally:
             with suppress(Exception):  # a server that dies on disconnect is not this run's finding
                 await client.__aexit__(None, None, None)
@@ -331,6 +346,7 @@ class Pool:
         self._tg: TaskGroup | None = None
         self._releases: list[anyio.Event] = []
         self.reads: list[Exchange] = []  # every resources/read sent through any session of the pool
+        self.routes: dict[str, str] = {}  # see Peer.routes; filled once the catalog is known
 
     async def __aenter__(self) -> Pool:
         self._tg = anyio.create_task_group()
@@ -352,7 +368,7 @@ class Pool:
 
         async def hold() -> None:
             try:
-                async with connect(target, mode, self.reads) as peer:
+                async with connect(target, mode, self.reads, self.routes) as peer:
                     box["peer"] = peer
                     ready.set()
                     await release.wait()

@@ -9,7 +9,6 @@ prove what a session may call. As in the core, only read-only tools (or --call-t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,17 +17,21 @@ import anyio
 
 from ._checks import UNKNOWN_TOOL, Discovery, selection_uri
 from ._definitions import learn_definitions
-from ._documents import TOOL_DESCRIPTION_REQUIRED, CallOutcome, classify_call, error_document, example_arguments
+from ._documents import (
+    TOOL_DESCRIPTION_REQUIRED,
+    CallOutcome,
+    classify_call,
+    error_document,
+    example_arguments,
+)
 from ._documents import read_body as _read_body
 from ._model import ProfileRun
-from ._probe import ConnectFailure, Exchange, Held, Mode, Peer, Pool, Target, short
+from ._probe import ConnectFailure, Exchange, Held, Mode, Peer, Pool, Target
 from ._record import Recorder
 
 __all__ = [
-    "Answer",
     "ProfileContext",
     "SafeCall",
-    "answer",
     "gate_refused",
     "skip_profile",
 ]
@@ -83,7 +86,8 @@ class ProfileContext:
 
     async def call(self, peer: Peer, name: str, arguments: dict[str, Any]) -> Exchange:
         """tools/call, retried (a little) when the server answers RATE_LIMITED: budgets are not what profiles check."""
-        return await _patient(lambda: peer.call(name, arguments))
+        # Direct: a profile routes through call_tool itself, and calls by name when it means by name.
+        return await _patient(lambda: peer.call(name, arguments, direct=True))
 
     async def read(self, peer: Peer, uri: str) -> Exchange:
         return await _patient(lambda: peer.read(uri))
@@ -155,49 +159,6 @@ async def _patient(send: Callable[[], Awaitable[Exchange]]) -> Exchange:
         await anyio.sleep(min(float(wait), _MAX_WAIT) if isinstance(wait, int | float) and wait > 0 else 1.0)
         exchange = await send()
     return exchange
-
-
-@dataclass
-class Answer:
-    """What a tools/call answered: its document (structuredContent, else the JSON text), and what was off."""
-
-    exchange: Exchange
-    document: Any = None
-    is_error: bool = False
-    problem: str = ""  # a JSON-RPC error, a missing structuredContent or JSON text, or the two differing
-
-    @property
-    def error(self) -> dict[str, Any] | None:
-        """The error document's inner object, when the answer is a refusal."""
-        return error_document(self.document) if self.is_error else None
-
-    @property
-    def mapping(self) -> dict[str, Any]:
-        return self.document if isinstance(self.document, dict) and not self.is_error else {}
-
-
-def answer(exchange: Exchange) -> Answer:
-    """Decode a tools/call result into its JSON document (I-13, I-16: structuredContent with a JSON text copy)."""
-    if exchange.error is not None:
-        return Answer(exchange, exchange.error.data, True, f"a JSON-RPC error ({short(exchange.received, 160)})")
-    result = exchange.result or {}
-    structured = result.get("structuredContent")
-    texts = [c.get("text") for c in result.get("content") or [] if isinstance(c, dict) and c.get("type") == "text"]
-    parsed: Any = None
-    problem = ""
-    if texts and isinstance(texts[0], str):
-        try:
-            parsed = json.loads(texts[0])
-        except ValueError:
-            problem = f"the text content is not JSON: {short(texts[0], 80)!r}"
-    else:
-        problem = "no text content"
-    if structured is None:
-        problem = problem or "no structuredContent"
-    elif not problem and parsed != structured:
-        problem = "the JSON text content differs from structuredContent"
-    document = structured if structured is not None else parsed
-    return Answer(exchange, document, result.get("isError") is True, problem)
 
 
 def gate_refused(outcome: CallOutcome) -> bool:

@@ -101,8 +101,10 @@ class Recorder:
     def skip(self, check_id: str, reason: str, *, era: str | None = None) -> None:
         self._add(check_id, Status.SKIPPED, reason, era)
 
-    def skip_scenario(self, scenario: str, reason: str, *, era: str | None = None) -> None:
-        """SKIPPED for every check of `scenario` not yet recorded (for `era`)."""
+    def skip_scenario(
+        self, scenario: str, reason: str, *, era: str | None = None, keep: frozenset[str] = frozenset()
+    ) -> None:
+        """SKIPPED for every check of `scenario` not yet recorded (for `era`), but those in `keep`."""
         for spec in CHECKS:
-            if spec.scenario == scenario:
+            if spec.scenario == scenario and spec.id not in keep:
                 self.skip(spec.id, reason, era=era)

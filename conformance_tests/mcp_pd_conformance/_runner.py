@@ -7,7 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ._available import available_tools_visible
 from ._baseline import apply_baseline, validate_selector
+from ._browse import adopt_catalog
 from ._catalog import catalog_profile
 from ._checks import (
     NO_RESOURCE,
@@ -18,7 +20,7 @@ from ._checks import (
     tools_list,
     unfetched_tool_note,
 )
-from ._definitions import judge_reads, learn_definitions, schema_valid
+from ._definitions import judge_reads, learn_definitions, listed_schema_agrees, schema_valid
 from ._fallback import tool_fallback_profile
 from ._grants import GrantsSession, finish_grants, open_grants
 from ._model import EraInfo, Report, Status
@@ -37,6 +39,7 @@ from ._sessions import (
     pick_probe,
 )
 from ._spec import CHECKS, PER_ERA_SCENARIOS, PROFILES, CheckSpec
+from ._unsafe import unsafe_tools_gated
 
 __all__ = ["ERAS", "Options", "profile_problem", "run_suite", "select_checks"]
 
@@ -59,6 +62,7 @@ class Options:
     strict: bool = False
     grant_hold: float = 0.0
     profiles: tuple[str, ...] = ()
+    allow_side_effects: bool = False  # grants/unsafe-tools-gated may call an unconstrained tool unfetched with {}
 
     def __post_init__(self) -> None:
         if not self.eras or any(e not in ERAS for e in self.eras):
@@ -150,6 +154,16 @@ async def _run(
         report.notes.append(f"{disc.no_resource_reason}.")
 
     calling = bool(scenarios & _CALLING)
+    if calling or "resource-read" in scenarios:
+        # Catalog mode: the tools behind call_tool join the core's reads, gates and grant checks.
+        pool.routes.update(await adopt_catalog(peer, disc))
+        if disc.behind:
+            report.notes.append(
+                f"Catalog mode: the core read, gated and called {len(disc.behind)} tools that browse_tools named, "
+                "each call sent through call_tool."
+            )
+    # Sessions of a session-bearing era when one is selected: a grant needs a session.
+    held_mode: Mode = "legacy" if "legacy" in options.eras else "auto"
     sessions: list[EraSession] = []
     pinned: Held | None = None
     grants: GrantsSession | None = None
@@ -176,9 +190,7 @@ async def _run(
                     default = session.info
         if "grants" in scenarios:
             say("grants")
-            # In a session-bearing era when one is selected: a grant needs a session.
-            grants_mode: Mode = "legacy" if "legacy" in options.eras else "auto"
-            grants = await open_grants(pool, target, grants_mode, rec, disc, options.call_args)
+            grants = await open_grants(pool, target, held_mode, rec, disc, options.call_args)
         if "sessionless" in scenarios:
             if "2026-07-28" not in options.eras:
                 rec.skip_scenario("sessionless", "--era legacy: the sessionless 2026-07-28 protocol was not selected")
@@ -196,6 +208,8 @@ async def _run(
         if disc.base is not None and disc.names:
             await selection_parsing(peer, rec, disc)
             schema_valid(rec, disc)
+            listed_schema_agrees(rec, disc)
+            await available_tools_visible(pool, target, held_mode, rec, disc)
     if "missing-selection" in scenarios:
         say("missing-selection")
         await missing_selection(peer, rec, disc)
@@ -213,12 +227,15 @@ async def _run(
     if grants is not None:
         say("grants")
         await finish_grants(pool, target, grants, rec, disc, options.grant_hold)
+    if "grants" in scenarios:
+        code, gated = (grants.code, grants.gated) if grants is not None else (None, False)
+        await unsafe_tools_gated(
+            pool, target, held_mode, rec, disc, code=code, gated=gated, allow=options.allow_side_effects
+        )
     if calling and disc.base is not None:
         report.notes.append(unfetched_tool_note(disc))
     if profiles:
-        # Sessions of a session-bearing era when one is selected: a grant needs a session.
-        profile_mode: Mode = "legacy" if "legacy" in options.eras else "auto"
-        context = ProfileContext(pool, target, profile_mode, rec, disc, peer, options.call_tool, options.call_args, say)
+        context = ProfileContext(pool, target, held_mode, rec, disc, peer, options.call_tool, options.call_args, say)
         try:
             # Catalog first: the names it browses give tool-fallback more tools to choose a safe one from.
             for name, profile in (("catalog", catalog_profile), ("tool-fallback", tool_fallback_profile)):

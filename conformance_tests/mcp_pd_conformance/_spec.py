@@ -475,6 +475,16 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         "Keep the served schema and the examples in step; an example the schema rejects teaches a failing call.",
     ),
     _c(
+        "resource-read/listed-schema-agrees",
+        M,
+        ("PD-3.1-05",),
+        "the minimal inputSchema in tools/list accepts every call the full schema accepts (omitted or loosened, "
+        "never closed)",
+        'List {"type": "object", "additionalProperties": true} or omit the schema: a listed schema with '
+        "additionalProperties: false (or required names the tool does not require) makes hosts that validate "
+        "arguments refuse real calls.",
+    ),
+    _c(
         "resource-read/content-items",
         M,
         ("PD-4.4-01", "PD-4.4-03"),
@@ -502,6 +512,14 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         ("PD-6.3-01",),
         "an unknown name gets an entry with error and available_tools",
         'Answer unknown names with {"<name>": {"error": "Tool \'<name>\' not found", "available_tools": [...]}}.',
+    ),
+    _c(
+        "resource-read/available-tools-visible",
+        S,
+        ("PD-6.3-01",),
+        "available_tools names the tools the session can use, in a session that fetched nothing too, never hidden ones",
+        "Fill available_tools from what the caller may see in tools/list (not from what it already fetched), "
+        "and never name a tool it may not see.",
     ),
     _c(
         "resource-read/version-info",
@@ -590,6 +608,14 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         ("PD-5.1-02", "PD-2-03"),
         "every safe (read-only) tool is refused when called unfetched, not only the first",
         "Gate every tool the extension discloses, not a subset.",
+    ),
+    _c(
+        "grants/unsafe-tools-gated",
+        M,
+        ("PD-5.1-02", "PD-2-03"),
+        "tools the suite will not run (not read-only) are refused unfetched too, before their arguments are checked",
+        "Gate every tool, whenever it was registered and whatever its annotations, and run the gate before argument "
+        "validation: an unfetched call is refused with TOOL_DESCRIPTION_REQUIRED whatever its arguments.",
     ),
     _c(
         "grants/repeated-unfetched-refused",

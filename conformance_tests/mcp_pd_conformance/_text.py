@@ -75,8 +75,19 @@ _TOOLS_LIST = r"tools/list|tools list|tool list|list of tools|list_tools|listToo
 _FETCH = r"\b(fetch|read|retriev|get|load|request|query|look\s*up)"
 _CALLING = r"\b(call|invok|us(e|ing)\b|run|execut)"
 _ORDER = r"\b(before|first|prior|until|then|after|only once)\b"
-_REFUSAL = r"\b(fail|error|reject|refus|denied|blocked|not (be )?(authori[sz]ed|allowed|permitted))"
-_UNFETCHED = r"\b(without|before|not|unfetched|un-fetched|never)\b"
+# What happens to the call: it fails, is refused or rejected, or gets/returns an error; "error handling" is no outcome.
+_OUTCOME = (
+    r"\b(fails?|failed|failing|refus(ed|es|al)|reject(s|ed|ion)?|denied|blocked"
+    r"|(returns?|returned|results?\s+in|gets?|yields?|raises?|produces?|receives?|with|throws?)\s+(an?\s+|the\s+)?"
+    r"([\w-]+\s+)?(error|exception)\b"
+    r"|not\s+(be\s+)?(authori[sz]ed|allowed|permitted))"
+)
+# The condition: the call comes without (or before) fetching the description; "before calling" is no condition.
+_UNFETCHED = (
+    r"\b(without|before)\s+(first\s+)?(having\s+)?((a|the|its|their)\s+)?((prior|previous|first)\s+)?(fetch|read|retriev|load|request|describ|get)\w*"
+    r"|\bun-?fetched\b|\bnot\s+(yet\s+)?(been\s+)?(fetched|read|retrieved|loaded|described)"
+    r"|\bhas(n't|\s+not)\s+(been\s+)?(fetched|read)|\bnever\s+(fetched|read)"
+)
 
 
 def _any_sentence(text: str, *patterns: str) -> bool:
@@ -103,8 +114,9 @@ def explains_fetch_first(text: str) -> bool:
 
 
 def explains_consequence(text: str) -> bool:
-    """One sentence says what an unfetched call does (names TOOL_DESCRIPTION_REQUIRED, or that it fails)."""
-    return "TOOL_DESCRIPTION_REQUIRED" in text or _any_sentence(text, _CALLING, _UNFETCHED, _REFUSAL)
+    """One sentence says what an unfetched call does: it names TOOL_DESCRIPTION_REQUIRED, or puts a call, the
+    missing fetch and an outcome (fails, is refused, returns an error) together. A mention of errors is not it."""
+    return "TOOL_DESCRIPTION_REQUIRED" in text or _any_sentence(text, _CALLING, _UNFETCHED, _OUTCOME)
 
 
 def explains_authorization(text: str) -> bool:

@@ -69,11 +69,20 @@ STDIO_CONTROLS = (
     "mixed-grants-nothing",
     "short-lived-grants",
     "expiring-grants",
+    # Issue 22: the last blind spots; catalog mode through the core.
+    "gates-read-only-only",
+    "consequence-by-keyword",
+    "available-fetched-only",
+    "closed-listing-schema",
+    "catalog-good",
+    "catalog-any-read-grants",
 )
 # Controls whose defect only shows after a wait: the suite runs them with --grant-hold.
 GRANT_HOLD = {"expiring-grants": 3.0}
 HTTP_CONTROLS = ("good", "global-grants", "bare-global-grants", "forgetful", "ungated")
-SESSION_CONTROLS = frozenset({"good", "bare-listing", "ungated", "wrong-error-code", "jsonrpc-refusal", "forgetful"})
+SESSION_CONTROLS = frozenset(
+    {"good", "bare-listing", "ungated", "wrong-error-code", "jsonrpc-refusal", "forgetful", "catalog-good"}
+)
 # Defects of what a read authorizes: the grants scenario (its own session), no more.
 GRANTS_CONTROLS = frozenset(
     {
@@ -87,6 +96,8 @@ GRANTS_CONTROLS = frozenset(
         "short-lived-grants",
         "expiring-grants",
         "lost-required",
+        "gates-read-only-only",
+        "catalog-any-read-grants",
     }
 )
 # Every other control breaks the listing or the resource: one discovery session shows it, so the

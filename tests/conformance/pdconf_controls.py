@@ -85,6 +85,15 @@ DEFECTS = {
     "mixed-grants-nothing": "a read with any unknown name grants nothing (violates PD-5.1-01)",
     "short-lived-grants": "a grant lapses after 10 further requests of its session (violates PD-5.1-03)",
     "expiring-grants": "a grant lapses after 2 seconds (violates PD-5.1-03; found with --grant-hold)",
+    # Issue 22: the last blind spots.
+    "gates-read-only-only": "only readOnlyHint tools are gated; the others validate, then run unfetched "
+    "(violates PD-5.1-02)",
+    "consequence-by-keyword": "the resource description mentions errors but never says what an unfetched call "
+    "does (violates PD-4.2-04)",
+    "available-fetched-only": "available_tools names only the tools this session already fetched "
+    "(violates SHOULD PD-6.3-01)",
+    "closed-listing-schema": 'tools/list gives every tool {"type": "object", "additionalProperties": false}: '
+    "no arguments at all (violates PD-3.1-05)",
     # Profile tool-fallback (I-13): `good` with a describe tool.
     "describe-good": "good, plus a correct describe_tools tool",
     "describe-gated": "describe_tools is an ordinary tool to this server: listed minimal, gated, never named in "
@@ -105,6 +114,8 @@ DEFECTS = {
     "catalog-no-suggestions": "call_tool answers an unknown name without the closest names (violates PDX-CATALOG-04)",
     "catalog-short-browse": "browse_tools shows a category's first page only, without nextCursor "
     "(violates PDX-CATALOG-06)",
+    "catalog-any-read-grants": "catalog mode where any successful read or describe authorizes every tool "
+    "(violates PD-5.1-02; only the core's grant checks, run through call_tool, see it)",
 }
 
 FULL: dict[str, dict[str, Any]] = {
@@ -168,6 +179,11 @@ RESOURCE_DESCRIPTION = (
     "description authorizes that tool for this session; calling a tool before fetching fails with "
     "TOOL_DESCRIPTION_REQUIRED."
 )
+# The workflow, with the consequence of an unfetched call reduced to a mention of errors.
+ERROR_MENTION = RESOURCE_DESCRIPTION.replace(
+    "calling a tool before fetching fails with TOOL_DESCRIPTION_REQUIRED.",
+    "before calling a tool, see the error handling notes in each definition.",
+)
 # The keywords the old checks looked for, without the workflow they stand for.
 KEYWORDS_ONLY = (
     "Tool definitions as JSON. Errors follow the tools/list format. First published in 2024. "
@@ -198,10 +214,6 @@ def parse_selection(uri: str, defect: str = "good") -> list[str] | None:
     return list(dict.fromkeys(n for n in names if n))
 
 
-def _missing_required(name: str, arguments: dict[str, Any]) -> list[str]:
-    return [p for p in FULL[name]["inputSchema"].get("required", []) if p not in arguments]
-
-
 def _listed_description(defect: str, name: str) -> str:
     docstrings = {
         "add": "Add two integers. :param a: first addend :param b: second addend",
@@ -218,6 +230,13 @@ def _listed_description(defect: str, name: str) -> str:
     if defect == "call-example-listing" and name == "add":
         return "Add two integers, e.g. add(a=2, b=3)."
     return SUMMARY[name]
+
+
+VALIDATING = frozenset({"lost-required", "gates-read-only-only"})
+
+
+def _listed_schema(defect: str) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": defect != "closed-listing-schema"}
 
 
 def _served(defect: str, name: str) -> dict[str, Any]:
@@ -438,7 +457,7 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
                     name=name,
                     title="Add: Args: a (int), b (int)" if hidden and name == "add" else None,
                     description=_listed_description(defect, name),
-                    input_schema=full["inputSchema"] if extended else {"type": "object", "additionalProperties": True},
+                    input_schema=full["inputSchema"] if extended else _listed_schema(defect),
                     annotations=None
                     if defect in ("bare-listing", "bare-global-grants")
                     else types.ToolAnnotations.model_validate(full["annotations"]),
@@ -457,6 +476,8 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
     def refusal(key: str | None, name: str) -> types.CallToolResult | None:
         """The gate: None when `name` may run in this session."""
         gated = defect not in ("ungated", "plain") and not (defect == "gates-first-only" and name != next(iter(FULL)))
+        if defect == "gates-read-only-only" and not FULL[name]["annotations"].get("readOnlyHint"):
+            gated = False
         if not gated:
             return None
         if key is None:
@@ -488,10 +509,11 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         return _text_result(document, error=True)
 
     def run(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        missing = _missing_required(name, arguments) if defect == "lost-required" else []
-        if missing:
-            message = f"{name}: missing required argument(s) {', '.join(missing)}"
-            return _text_result({"error": {"code": "INVALID_ARGUMENTS", "message": message}}, error=True)
+        # These tools check their arguments against their real schema before doing anything, as SDK tools do
+        # (elsewhere arguments are not checked, so that a call the gate lets through shows as a call that ran).
+        problems = argument_problems(name, arguments) if defect in VALIDATING else None
+        if problems is not None:
+            return _text_result(problems, error=True)
         if call_log:
             with open(call_log, "a", encoding="utf-8") as log:
                 log.write(json.dumps({"tool": name, "arguments": arguments}) + "\n")
@@ -563,7 +585,9 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             uri=BASE,
             name="tool_descriptions",
             title="Tool Descriptions - required before calling any tool",
-            description=KEYWORDS_ONLY if defect == "keyword-description" else RESOURCE_DESCRIPTION,
+            description={"keyword-description": KEYWORDS_ONLY, "consequence-by-keyword": ERROR_MENTION}.get(
+                defect, RESOURCE_DESCRIPTION
+            ),
             mime_type="application/json",
         )
         if params is not None and params.cursor == "resources:2":
@@ -591,13 +615,14 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
                 body[name] = _served(defect, real)
                 served.append(real)
             elif defect != "no-unknown-entry":
-                body[name] = {"error": f"Tool '{name}' not found", "available_tools": sorted(FULL)}
+                available = sorted(grants.get(key or "", {})) if defect == "available-fetched-only" else sorted(FULL)
+                body[name] = {"error": f"Tool '{name}' not found", "available_tools": available}
             if defect == "variant-grants" and real is None:
                 grant(key, [n for n in FULL if n.lower() == name.lower()])
         extra = next((n for n in FULL if n not in body), None)
         if defect == "extra-tools" and extra is not None:
             body[extra] = FULL[extra]
-        if defect == "any-read-grants" and served:
+        if defect in ("any-read-grants", "catalog-any-read-grants") and served:
             served = list(FULL)
         elif defect == "first-name-grants":
             served = served[:1]

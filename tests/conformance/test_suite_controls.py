@@ -44,6 +44,7 @@ GRANTS_BLOCKED = " ".join(
         "mixed-read-authorizes-known",
         "persist-through-session",
         "required-truthful",
+        "unsafe-tools-gated",
     )
 )
 EXPECTATIONS = {
@@ -53,7 +54,7 @@ EXPECTATIONS = {
     "ignores-selection": _e(
         "PD-4.4-02",
         warns="PD-6.3-01",
-        skips="resource-read/exact-match resource-read/punctuation-match",
+        skips="resource-read/exact-match resource-read/punctuation-match resource-read/available-tools-visible",
     ),
     "extra-tools": _e("PD-4.4-02"),
     "preamble": _e("PD-4.4-03"),
@@ -63,7 +64,7 @@ EXPECTATIONS = {
     "wrong-error-code": _e("PD-5.1-02 PD-2-03 PD-6.2-01"),
     "jsonrpc-refusal": _e(warns="PD-5.1-02 PD-2-03"),
     "forgetful": _e("PD-5.1-03"),
-    "no-unknown-entry": _e(warns="PD-6.3-01"),
+    "no-unknown-entry": _e(warns="PD-6.3-01", skips="resource-read/available-tools-visible"),
     "bare-listing": _e(),
     "plain": _e("PD-4.1-01 PD-2-02 PD-3.2-01", allowed="PD-3.1-01 PD-3.1-04 PD-2-01", skips="*"),
     # Issue 11. A defect may also break what depends on it (a capped selection is also a silent truncation).
@@ -76,7 +77,9 @@ EXPECTATIONS = {
     "paraphrased-missing": _e("PD-6.1-01"),
     "blank-names": _e(warns="PDX-PARSE-01 PDX-PARSE-03 PD-4.3-04"),
     "two-names-max": _e("PD-4.3-02 PD-4.4-01", allowed="PD-4.4-02"),
-    "unknown-fails-read": _e("PD-4.3-02 PD-4.4-01", warns="PD-6.3-01"),
+    "unknown-fails-read": _e(
+        "PD-4.3-02 PD-4.4-01", warns="PD-6.3-01", skips="resource-read/available-tools-visible"
+    ),
     "loose-punctuation": _e("PD-4.3-03"),
     "raw-query": _e(warns="PDX-PARSE-01 PDX-PARSE-03 PD-4.3-04"),
     "strict-query": _e("PD-4.3-04", warns="PDX-PARSE-02"),
@@ -86,7 +89,8 @@ EXPECTATIONS = {
     "split-content": _e("PD-4.4-01 PD-4.4-03", warns="PD-4.1-05"),
     "text-plain-content": _e(warns="PD-4.1-05"),
     "silent-rate-limit": _e("PD-4.4-01", allowed="PD-4.3-02 PD-4.4-02", warns="PDX-PARSE-01"),
-    "gates-first-only": _e("PD-5.1-02 PD-2-03"),
+    # No gate was seen on every safe tool, so the tools the suite does not run are not probed (they might run).
+    "gates-first-only": _e("PD-5.1-02 PD-2-03", skips="grants/unsafe-tools-gated"),
     "lenient-retry": _e("PD-5.1-02", allowed="PD-5.1-01"),
     "refused-read-grants": _e("PD-5.1-02 PD-5.1-01"),
     "variant-grants": _e("PD-5.1-02 PD-5.1-01"),
@@ -95,6 +99,14 @@ EXPECTATIONS = {
     "mixed-grants-nothing": _e("PD-5.1-01"),
     "short-lived-grants": _e("PD-5.1-03"),
     "expiring-grants": _e("PD-5.1-03"),
+    # Issue 22: the last blind spots.
+    "gates-read-only-only": _e("PD-5.1-02 PD-2-03"),
+    "consequence-by-keyword": _e("PD-4.2-04 PD-4.1-04"),
+    "available-fetched-only": _e(warns="PD-6.3-01"),
+    "closed-listing-schema": _e("PD-3.1-05"),
+    # Catalog mode: the core reads, gates and calls the tools behind call_tool (none is listed to compare schemas).
+    "catalog-good": _e(skips="resource-read/listed-schema-agrees"),
+    "catalog-any-read-grants": _e("PD-5.1-02 PD-5.1-01", skips="resource-read/listed-schema-agrees"),
 }
 
 # Each check added for issue 11 and the control that proves it can fail (FAILURE, or WARNING for a SHOULD).
@@ -105,7 +117,6 @@ CHECK_CONTROLS = {
     "tools-list/no-hidden-detail": "hidden-detail-listing",
     "resource-listing/explains-tools-list": "keyword-description",
     "resource-listing/explains-fetch-first": "keyword-description",
-    "resource-listing/explains-consequence": "keyword-description",
     "missing-selection/error-document": "paraphrased-missing",
     "missing-selection/blank-selection": "blank-names",
     # Issue 22: the blind spots.
@@ -127,6 +138,10 @@ CHECK_CONTROLS = {
     "grants/each-read-tool-authorized": "first-name-grants",
     "grants/mixed-read-authorizes-known": "mixed-grants-nothing",
     "grants/persist-through-session": ("short-lived-grants", "expiring-grants"),
+    "grants/unsafe-tools-gated": "gates-read-only-only",
+    "resource-listing/explains-consequence": ("keyword-description", "consequence-by-keyword"),
+    "resource-read/available-tools-visible": "available-fetched-only",
+    "resource-read/listed-schema-agrees": "closed-listing-schema",
 }
 
 
@@ -146,6 +161,7 @@ def _skipped(report: Report) -> set[str]:
     "PD-3.1-01",
     "PD-3.1-02",
     "PD-3.1-04",
+    "PD-3.1-05",
     "PD-3.2-02",
     "PD-3.2-03",
     "PD-4.1-04",

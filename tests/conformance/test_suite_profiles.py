@@ -106,12 +106,15 @@ def test_the_reference_server_in_catalog_mode_passes_the_core_and_both_profiles(
     assert [p["status"] for p in report["profiles"]] == ["ran", "ran"]
     assert _statuses(report, "tool-fallback") == dict.fromkeys(TOOL_FALLBACK, "SUCCESS"), run.stderr
     assert _statuses(report, "catalog") == dict.fromkeys(CATALOG, "SUCCESS"), run.stderr
-    # The core sees only the extension's own tools (advertised as metaTools) and says why it cannot go further.
+    # The core lists only the extension's own tools (advertised as metaTools), then reads, gates and calls the tools
+    # browse_tools names, through call_tool (issue 22.6): its grant checks run on them, none is skipped.
     core = [c for c in report["checks"] if c["profile"] is None]
     assert not [c for c in core if c["status"] in ("FAILURE", "WARNING")], run.stderr
     extension = next(c for c in core if c["id"] == "tools-list/extension-tools")
     assert "search_tools (advertised in metaTools)" in extension["message"]
-    assert any("--profile catalog checks such a server" in c["message"] for c in core if c["status"] == "SKIPPED")
+    grants = {c["id"]: c["status"] for c in core if c["id"].startswith(("grants/", "authorization/"))}
+    assert grants and set(grants.values()) == {"SUCCESS"}, grants
+    assert any(n.startswith("Catalog mode: the core read, gated and called") for n in report["notes"]), report["notes"]
 
 
 @pytest.mark.req("PDX-DESCRIBE-01")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from mcp_pd_conformance import Report, Status, render
 
@@ -15,7 +17,7 @@ def _by_key(report: Report) -> dict[str, Status]:
 
 
 @pytest.mark.req("PD-5.1-04", "PD-5.2-02", "PD-5.2-03")
-def test_shared_grants_fail_isolation_over_http(http_reports: dict[str, Report]) -> None:
+def test_shared_grants_fail_isolation_over_http(http_reports: dict[str, Report], call_logs: Path) -> None:
     report = http_reports["global-grants"]
     failed = _failed(report)
     assert "PD-5.1-04" in failed, render(report)
@@ -27,6 +29,10 @@ def test_shared_grants_fail_isolation_over_http(http_reports: dict[str, Report])
         assert statuses[f"isolation/other-session-refused[{era}]"] is Status.FAILURE
         assert statuses[f"authorization/unfetched-call-refused[{era}]"] is Status.SUCCESS
     assert report.exit_code == 1
+    # Leaked grants would let an unfetched probe of a destructive tool run: the suite sees the leak and sends none.
+    unsafe = next(r for r in report.results if r.id == "grants/unsafe-tools-gated")
+    assert unsafe.status is Status.SKIPPED and "grants leak between sessions" in unsafe.message, unsafe.message
+    assert "wipe_notes" not in (call_logs / "http-global-grants.jsonl").read_text()
 
 
 @pytest.mark.req("PD-5.1-04", "PD-5.1-02")
