@@ -77,9 +77,7 @@ EXPECTATIONS = {
     "paraphrased-missing": _e("PD-6.1-01"),
     "blank-names": _e(warns="PDX-PARSE-01 PDX-PARSE-03 PD-4.3-04"),
     "two-names-max": _e("PD-4.3-02 PD-4.4-01", allowed="PD-4.4-02"),
-    "unknown-fails-read": _e(
-        "PD-4.3-02 PD-4.4-01", warns="PD-6.3-01", skips="resource-read/available-tools-visible"
-    ),
+    "unknown-fails-read": _e("PD-4.3-02 PD-4.4-01", warns="PD-6.3-01", skips="resource-read/available-tools-visible"),
     "loose-punctuation": _e("PD-4.3-03"),
     "raw-query": _e(warns="PDX-PARSE-01 PDX-PARSE-03 PD-4.3-04"),
     "strict-query": _e("PD-4.3-04", warns="PDX-PARSE-02"),
