@@ -30,3 +30,19 @@ def test_no_public_modules_besides_the_documented_ones() -> None:
     assert public == {"gateway", "reference"}
     for module in ("mcp_pd.gateway", "mcp_pd.reference"):
         assert importlib.import_module(module).__all__
+
+
+def test_the_gateway_upstream_side_uses_public_names_of_mcp_pd_only() -> None:
+    """The upstream pool and what it is built from (issue 20.4) are a client of the library like any other."""
+    import ast
+    from pathlib import Path
+
+    folder = Path(mcp_pd.__file__).parent / "gateway"
+    for module in ("_pool.py", "_failures.py", "_progressive.py", "_process.py", "_config.py"):
+        tree = ast.parse((folder / module).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("mcp_pd"):
+                assert node.module == "mcp_pd", f"{module} imports {node.module}"
+                assert all(alias.name in mcp_pd.__all__ or alias.name == "__version__" for alias in node.names)
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith("mcp_pd.") for a in node.names), module

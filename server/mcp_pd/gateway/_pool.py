@@ -2,19 +2,18 @@
 
 A session is opened on first use (or at start-up), re-opened at once when an HTTP upstream forgets it, and
 re-opened with exponential backoff when a stdio upstream dies or stops answering. A failing upstream fails only
-its own calls, with an error that names it and says why. Every process is stopped on shutdown (see
-`_process.py` for the crash case). Knows nothing about progressive disclosure beyond reading an upstream's own
-tool descriptions when it serves them.
+its own calls, with an error that names it and says why (`_failures.py`). Every process is stopped on shutdown
+(see `_process.py` for the crash case). An upstream that serves progressive disclosure itself is spoken to
+through `_progressive.py`; this module knows nothing of the extension beyond that.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Final, Literal, TextIO, cast
 
 import anyio
@@ -28,14 +27,14 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from mcp_pd._extension import EXTENSION_ID
-from mcp_pd._model import TOOL_DESCRIPTION_REQUIRED, selection_uri
-from mcp_pd._version import VERSION
+from mcp_pd import __version__
 
 from ._config import UpstreamConfig
+from ._failures import UpstreamUnavailable, call_failure, explain, session_forgotten
 from ._process import StdioProcess, Watchdog
+from ._progressive import ProgressiveUpstream, progressive_settings
 
-__all__ = ["Upstream", "UpstreamPool", "UpstreamUnavailable"]
+__all__ = ["Upstream", "UpstreamPool", "UpstreamUnavailable"]  # UpstreamUnavailable: re-exported from _failures
 
 logger = logging.getLogger("mcp_pd.gateway")
 
@@ -44,58 +43,10 @@ BACKOFF_MAX: Final = 60.0
 # An upstream that stayed up this long starts its backoff from the beginning again after its next failure.
 STABLE_AFTER: Final = 30.0
 PING_TIMEOUT: Final = 5.0
-DESCRIBE_CHUNK: Final = 50
 _LIST_PAGES: Final = 1000
 
 State = Literal["idle", "starting", "ready", "failed", "closed"]
 ChangeListener = Callable[["Upstream"], Awaitable[None]]
-
-
-class UpstreamUnavailable(Exception):
-    """A call that could not reach its upstream (or got no usable answer): the message names it and says why."""
-
-    def __init__(self, server: str, reason: str, *, retry_in: float | None = None) -> None:
-        self.server = server
-        self.reason = reason
-        self.retry_in = retry_in
-        super().__init__(f"upstream server '{server}' {reason}")
-
-
-def _flatten(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _flatten(inner)]
-    return [exc]
-
-
-def _explain(exc: BaseException) -> str:
-    """One line for an exception raised while connecting, without Python internals where it can be helped."""
-    leaves = _flatten(exc)
-    leaf = next((e for e in leaves if not isinstance(e, anyio.get_cancelled_exc_class())), leaves[0])
-    if isinstance(leaf, FileNotFoundError):
-        return f"command not found: {leaf.filename or leaf}"
-    if isinstance(leaf, PermissionError):
-        return f"command not executable: {leaf.filename or leaf}"
-    if isinstance(leaf, MCPError):
-        return f"answered the handshake with error {leaf.code}: {leaf.message}"
-    text = str(leaf) or type(leaf).__name__
-    return f"{type(leaf).__name__}: {text}" if type(leaf).__name__ not in text else text
-
-
-def _pd_settings(session: ClientSession) -> dict[str, Any] | None:
-    """The upstream's own progressive-disclosure settings, if it enforces describe-before-call."""
-    caps = session.server_capabilities
-    if caps is None:
-        return None
-    for table in (caps.experimental, caps.extensions):
-        settings = (table or {}).get(EXTENSION_ID)
-        if isinstance(settings, dict) and settings.get("mode", "progressive") == "progressive":
-            return settings
-    return None
-
-
-def _result_error_code(result: types.CallToolResult) -> str | None:
-    error = (result.structured_content or {}).get("error")
-    return error.get("code") if isinstance(error, dict) else None
 
 
 class Upstream:
@@ -113,7 +64,7 @@ class Upstream:
         self.retry_at = 0.0
         self.session: ClientSession | None = None
         self.process: StdioProcess | None = None
-        self._pd: dict[str, Any] | None = None
+        self._pd: ProgressiveUpstream | None = None  # when the upstream serves progressive disclosure itself
         # An upstream that serves progressive disclosure itself: its full definitions (examples, guidance), by name.
         self.definitions: dict[str, dict[str, Any]] = {}
         self._supervised = False
@@ -229,11 +180,12 @@ class Upstream:
                         mode="legacy",  # the handshake era: one session, notifications on it, Mcp-Session-Id on HTTP
                         cache=None,
                         message_handler=self._on_message,
-                        client_info=types.Implementation(name="mcp-pd-gateway", version=VERSION),
+                        client_info=types.Implementation(name="mcp-pd-gateway", version=__version__),
                     )
                     await stack.enter_async_context(client)
                     session = client.session
-                    self._pd = _pd_settings(session)
+                    settings = progressive_settings(session)
+                    self._pd = ProgressiveUpstream(settings) if settings is not None else None
                     tools = await self._list(session)
                     deadline.deadline = math.inf
                     self.instructions = client.instructions
@@ -245,7 +197,7 @@ class Upstream:
                     return self._recycle_reason, self._reinit, time.monotonic() - ready_at
             reason = f"did not complete the MCP handshake and tools/list within {self.pool.start_timeout:g} s"
         except Exception as exc:
-            reason = f"failed to start: {_explain(exc)}" if ready_at is None else _explain(exc)
+            reason = f"failed to start: {explain(exc)}" if ready_at is None else explain(exc)
         if process is not None and ready_at is None:
             with anyio.move_on_after(1.0):
                 await process.exited.wait()
@@ -285,25 +237,8 @@ class Upstream:
                 break
         if self._pd is None:
             return tuple(tools)
-        # An upstream that itself enforces describe-before-call lists minimal entries: read its full definitions
-        # (which also authorizes the gateway's shared session there) and never pass its describe tool on.
-        own = self._pd.get("describeTool")
-        listed = {t.name: t for t in tools if t.name != own}
-        full = await self._describe(session, list(listed))
-        self.definitions = full
-        return tuple(_tool_from_definition(full[n], listed[n]) for n in listed if n in full)
-
-    async def _describe(self, session: ClientSession, names: Sequence[str]) -> dict[str, dict[str, Any]]:
-        assert self._pd is not None
-        base = str(self._pd.get("resourceUri") or "resource:///tool_descriptions")
-        found: dict[str, dict[str, Any]] = {}
-        for start in range(0, len(names), DESCRIBE_CHUNK):
-            result = await session.read_resource(selection_uri(list(names[start : start + DESCRIBE_CHUNK]), base))
-            for content in result.contents:
-                text = getattr(content, "text", None)
-                document = json.loads(text) if isinstance(text, str) else {}
-                found.update({k: v for k, v in document.items() if isinstance(v, dict) and "inputSchema" in v})
-        return found
+        listed, self.definitions = await self._pd.listing(session, tools)
+        return listed
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification) and self.pool.task_group is not None:
@@ -316,7 +251,7 @@ class Upstream:
         try:
             tools = await self._list(session)
         except Exception as exc:
-            logger.warning("upstream %r announced changed tools but re-listing failed: %s", self.name, _explain(exc))
+            logger.warning("upstream %r announced changed tools but re-listing failed: %s", self.name, explain(exc))
             return
         await self.pool.tools_listed(self, tools)
 
@@ -347,7 +282,7 @@ class Upstream:
                     progress_callback=progress,
                 )
             except MCPError as exc:
-                if attempt == 0 and self._forgotten(exc):
+                if attempt == 0 and self.config.url is not None and session_forgotten(exc):
                     self.recycle(f"forgot the session ({exc.message})", reinit=True)
                     await self._await_new_session(session)
                     continue
@@ -359,25 +294,11 @@ class Upstream:
                     self.name,
                     f"returned a result for '{name}' that is not a valid tools/call result ({where}: {first['msg']})",
                 ) from None
-            if (
-                attempt == 0
-                and self._pd is not None
-                and result.is_error
-                and _result_error_code(result) == TOOL_DESCRIPTION_REQUIRED
-            ):
-                await self._describe(session, [name])  # our grant there expired or the definition changed
+            if attempt == 0 and self._pd is not None and self._pd.refused(result):
+                await self._pd.describe(session, [name])  # our grant there expired or the definition changed
                 continue
             return result
         raise UpstreamUnavailable(self.name, f"kept refusing '{name}' after the gateway re-read its description")
-
-    def _forgotten(self, exc: MCPError) -> bool:
-        """An HTTP upstream that no longer knows our session (restarted, idle expiry): HTTP 404 on Mcp-Session-Id."""
-        text = exc.message.lower()
-        return (
-            self.config.url is not None
-            and "session" in text
-            and any(w in text for w in ("not found", "terminated", "expired", "unknown", "invalid"))
-        )
 
     async def _await_new_session(self, old: ClientSession) -> None:
         with anyio.move_on_after(self.pool.start_timeout + 1):
@@ -385,7 +306,8 @@ class Upstream:
                 await anyio.sleep(0.01)
 
     async def _failure(self, exc: MCPError, name: str, session: ClientSession) -> BaseException:
-        if exc.code == types.REQUEST_TIMEOUT and exc.message.startswith("Request 'tools/call' timed out"):
+        kind = call_failure(exc)
+        if kind == "timeout":
             if self.pool.task_group is not None:
                 self.pool.task_group.start_soon(self._probe, session)
             return UpstreamUnavailable(
@@ -393,7 +315,7 @@ class Upstream:
                 f"did not answer '{name}' within {self.pool.call_timeout:g} s (the call was cancelled there; "
                 "it may or may not have taken effect)",
             )
-        if exc.code == types.CONNECTION_CLOSED and exc.message == "Connection closed":
+        if kind == "closed":
             process = self.process
             if process is not None:
                 with anyio.move_on_after(1.0):  # the pipe closes a moment before the exit status is seen
@@ -415,14 +337,6 @@ class Upstream:
         except Exception:
             if self.session is session:
                 self.recycle(f"stopped answering (a call timed out and a ping got no answer within {PING_TIMEOUT:g} s)")
-
-
-def _tool_from_definition(full: Mapping[str, Any], listed: types.Tool) -> types.Tool:
-    fields = ("name", "title", "description", "inputSchema", "outputSchema", "annotations", "icons", "execution")
-    wire = {k: full[k] for k in fields if k in full}
-    if listed.meta:
-        wire["_meta"] = listed.meta  # hosts read _meta from the listing
-    return types.Tool.model_validate(wire)
 
 
 class UpstreamPool:
