@@ -34,184 +34,27 @@ by field from the problems it lists (type, enum, required, additional properties
 
 from __future__ import annotations
 
-import itertools
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
-from urllib.parse import parse_qs, unquote, urlsplit
 
 from mcp_pd_agent._loop import AssistantTurn, FunctionSpec, ModelRequest, ToolCall, ToolOutputs, UserMessage
 from mcp_pd_agent._prompt import READ_FUNCTION
+
+from . import _plan_text as lex
+from . import _plan_values as vals
 
 __all__ = ["MISSTEPS", "PlannerBackend"]
 
 MISSTEPS: Final = ("call_before_fetch", "read_without_tools", "numbers_as_strings")
 MAX_TURNS: Final = 14
 
-_STOPWORDS: Final = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "of",
-        "to",
-        "in",
-        "on",
-        "for",
-        "by",
-        "with",
-        "and",
-        "or",
-        "is",
-        "are",
-        "be",
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "me",
-        "my",
-        "i",
-        "we",
-        "our",
-        "you",
-        "your",
-        "what",
-        "which",
-        "who",
-        "how",
-        "many",
-        "much",
-        "do",
-        "does",
-        "please",
-        "from",
-        "as",
-        "at",
-        "into",
-        "then",
-        "there",
-        "their",
-        "them",
-        "one",
-        "all",
-        "any",
-        "some",
-        "give",
-        "show",
-        "tell",
-        "get",
-    ]
-)
-_PRONOUN: Final = re.compile(r"\b(it|its|that|this|them|the first one|the new one)\b", re.IGNORECASE)
-_QUOTED: Final = re.compile(
-    r"(?<![\w])(?:'([^']+?)'|\"([^\"]+?)\"|\u201c([^\u201d]+?)\u201d|\u2018([^\u2019]+?)\u2019)(?![\w])"
-)
-_BACKTICK: Final = re.compile(r"`([A-Za-z0-9_.\-]+)`")
-_HANDLE: Final = re.compile(r"(?<![\w@])@([A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9])")
-_DATE: Final = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
-_URL: Final = re.compile(r"https?://[^\s'\"<>]+[^\s'\"<>.,;:!?)]")
-_PATH: Final = re.compile(r"(?<![\w:/])(/[\w.\-]+(?:/[\w.\-]+)*)")
-_NUMBER: Final = re.compile(r"(?<![\w.])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])-?\d+(?:\.\d+)?(?![\w])")
-_SPLIT: Final = re.compile(r"(?:,\s*|;\s*|\s+)(?:and\s+)?then\s+|;\s+", re.IGNORECASE)
-_MATH: Final = re.compile(r"(?:\d+(?:\.\d+)?|\*\*|sqrt|pi|[-+*/()%])(?:\s*(?:\d+(?:\.\d+)?|\*\*|sqrt|pi|[-+*/()%]))*")
-_CUES: Final[dict[str, tuple[str, ...]]] = {
-    "titled": ("title",),
-    "title": ("title",),
-    "named": ("name", "title"),
-    "called": ("name", "title"),
-    "saying": ("body", "text", "message", "comment", "content"),
-    "comment": ("body", "text", "message"),
-    "mentioning": ("query", "search", "q"),
-    "about": ("query", "search", "q"),
-    "for": ("query", "search", "q"),
-    "describing": ("description",),
-    "description": ("description",),
-}
-_ABOUT_READING: Final = re.compile(r"\btool descriptions?\b", re.IGNORECASE)
 # Catalog mode's meta-tools (spec/interpretations.md I-16): fixed names, so a client can rely on them.
 _SEARCH: Final = "search_tools"
 _BROWSE: Final = "browse_tools"
 _CALL: Final = "call_tool"
-_IDENTIFIER: Final = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
 _BROWSED_CATEGORIES: Final = 3
-_TO_WORDS: Final = frozenset({"to", "into", "in", "as"})
-
-
-def _stem(word: str) -> str:
-    if len(word) > 3 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
-    return word
-
-
-def _words(text: str) -> list[str]:
-    return [_stem(w) for w in re.findall(r"[a-z0-9]+", text.lower())]
-
-
-def _content_words(text: str) -> set[str]:
-    return {w for w in _words(text) if w not in _STOPWORDS}
-
-
-def _name_tokens(name: str) -> list[str]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return [_stem(t) for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
-
-
-def _normalize(value: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", value.lower())
-
-
-def _quotes(text: str) -> list[tuple[str, int]]:
-    """Quoted strings with their start offsets."""
-    return [(next(g for g in m.groups() if g is not None), m.start()) for m in _QUOTED.finditer(text)]
-
-
-def _unquoted(text: str) -> str:
-    return _QUOTED.sub(" ", text)
-
-
-def _split_steps(task: str) -> list[str]:
-    """Split at 'then' and ';' outside quotes."""
-    masked, saved = task, []
-    for index, match in enumerate(_QUOTED.finditer(task)):
-        saved.append(match.group(0))
-        masked = masked.replace(match.group(0), f"\x00{index}\x00", 1)
-    parts = [p.strip(" ,.") for p in _SPLIT.split(masked) if p.strip(" ,.")]
-    restored = []
-    for part in parts:
-        for index, original in enumerate(saved):
-            part = part.replace(f"\x00{index}\x00", original)
-        restored.append(part)
-    return restored or [task]
-
-
-def rank_tools(text: str, functions: Sequence[FunctionSpec]) -> list[tuple[float, str]]:
-    """Score each function against a step: name words x3, in-order name words +2, description words +1."""
-    plain = _unquoted(text)
-    sequence = _words(plain)
-    words = {w for w in sequence if w not in _STOPWORDS}
-    scored: list[tuple[float, str]] = []
-    for position, function in enumerate(functions):
-        tokens = _name_tokens(function.name)
-        meaningful = [t for t in tokens if t not in _STOPWORDS]
-        hits = [t for t in meaningful if t in words]
-        score = 3.0 * len(hits) - 0.5 * (len(meaningful) - len(hits))
-        for first, second in itertools.pairwise(meaningful):
-            spots = [i for i, w in enumerate(sequence) if w == first]
-            if any(second in sequence[i + 1 : i + 4] for i in spots):
-                score += 2.0
-        overlap = len(_content_words(function.description) & words)
-        if not hits and not overlap:
-            continue  # shares no word with the step
-        scored.append((score + overlap - position * 1e-6, function.name))
-    scored.sort(key=lambda item: -item[0])
-    return scored
 
 
 @dataclass
@@ -304,7 +147,7 @@ class PlannerBackend:
         meta = {f.name: f for f in request.functions if _meta_tool(f) is not None}
         self._catalog = {_meta_tool(f) for f in meta.values()} >= {_SEARCH, _CALL}
         for function in request.functions:
-            if function.name in synthetic or _takes_tool_names(function.parameters):
+            if function.name in synthetic or vals.takes_tool_names(function.parameters):
                 self._describers.add(function.name)
                 continue
             if self._catalog and function.name in meta:
@@ -323,16 +166,16 @@ class PlannerBackend:
         self._reader = synthetic[0] if synthetic else min(self._describers, default=READ_FUNCTION)
         self._synthetic_reader = bool(synthetic)
         task = next((m.text for m in request.messages if isinstance(m, UserMessage)), "")
-        for text in _split_steps(task):
-            named = _BACKTICK.search(text)
-            if named is None and _ABOUT_READING.search(text) and not self._names_a_tool(text):
+        for text in lex.split_steps(task):
+            named = lex.BACKTICK.search(text)
+            if named is None and lex.ABOUT_READING.search(text) and not self._names_a_tool(text):
                 continue  # "read the tool descriptions ...": the reads it makes anyway cover that
             self._steps.append(_Step(text, named.group(1) if named else None))
 
     def _names_a_tool(self, text: str) -> bool:
         """Whether a step shares a name word with some tool (beyond reading descriptions)."""
-        words = _content_words(_ABOUT_READING.sub(" ", _unquoted(text))) - {"read", "fetch"}
-        return any(set(_name_tokens(name)) & words for name in self._functions)
+        words = lex.content_words(lex.ABOUT_READING.sub(" ", lex.without_quotes(text))) - {"read", "fetch"}
+        return any(set(lex.name_tokens(name)) & words for name in self._functions)
 
     def _call(self, name: str, arguments: dict[str, Any], purpose: str) -> ToolCall:
         self._ids += 1
@@ -363,17 +206,17 @@ class PlannerBackend:
             if output.call_id not in self._pending:
                 continue
             purpose, call, target = self._pending.pop(output.call_id)
-            data = _json(output.text)
+            data = vals.parse_json(output.text)
             if purpose == "read":
                 self._ingest_read(data)
                 continue
             if purpose.startswith("search:"):
                 self._ingest_search(self._steps[int(purpose[7:])], data, output.is_error)
                 continue
-            code = _code(data)
+            code = vals.error_code(data)
             if output.is_error and code == "TOOL_DESCRIPTION_REQUIRED":
                 error = data["error"] if isinstance(data, dict) else {}
-                self._required = _tools_in_uri(str(error.get("resource_uri", ""))) or [self._mcp(target)]
+                self._required = vals.tools_in_uri(str(error.get("resource_uri", ""))) or [self._mcp(target)]
                 for name in self._required:
                     self._defs.pop(name, None)
                 # Where the host reads the resource for the model, the resource_uri is the way; with only the
@@ -394,14 +237,16 @@ class PlannerBackend:
                 inner = call.arguments.get("arguments") if call.name == self._call_function else call.arguments
                 fixed = None if step.fixed else self._fix_arguments(target, dict(inner or {}), data)
                 if fixed is None:
-                    self._failure = f"{self._mcp(target)} refused its arguments: {_message(data, output.text)}"
+                    self._failure = (
+                        f"{self._mcp(target)} refused its arguments: {vals.error_message(data, output.text)}"
+                    )
                 else:
                     step.retry, step.fixed = fixed, True
                 continue
             if output.is_error:
                 if purpose == "misstep":
                     continue
-                self._failure = f"{self._mcp(target)} failed: {_message(data, output.text)}"
+                self._failure = f"{self._mcp(target)} failed: {vals.error_message(data, output.text)}"
                 continue
             self._remember(target, data)
             if purpose.startswith("step:"):
@@ -409,7 +254,7 @@ class PlannerBackend:
                 step.done, step.result = True, data
 
     def _ingest_read(self, data: Any) -> None:
-        if not isinstance(data, dict) or _code(data):
+        if not isinstance(data, dict) or vals.error_code(data):
             return  # e.g. MISSING_TOOL_SELECTION: the next decision names the tools
         for name, entry in data.items():
             if isinstance(entry, dict) and "inputSchema" in entry:
@@ -424,11 +269,11 @@ class PlannerBackend:
         if is_error or not isinstance(data, dict):
             return
         if isinstance(data.get("categories"), list):
-            words = _content_words(step.text)
+            words = lex.content_words(step.text)
             scored = []
             for position, category in enumerate(data["categories"]):
                 about = f"{category.get('name', '')} {category.get('description', '')}"
-                about_words = _content_words(about.replace("_", " ").replace("-", " "))
+                about_words = lex.content_words(about.replace("_", " ").replace("-", " "))
                 scored.append((-len(about_words & words), position, str(category.get("name"))))
             step.categories = [name for _, _, name in sorted(scored)][:_BROWSED_CATEGORIES]
             return
@@ -444,7 +289,7 @@ class PlannerBackend:
 
     def _remember(self, function: str, data: Any) -> None:
         """Register every object with an id in a result, newest (and first-listed) last."""
-        kinds = frozenset(_name_tokens(function))
+        kinds = frozenset(lex.name_tokens(function))
         found: list[tuple[frozenset[str], dict[str, Any]]] = []
 
         def visit(value: Any, value_kinds: frozenset[str], depth: int) -> None:
@@ -454,7 +299,7 @@ class PlannerBackend:
                 for key, item in value.items():
                     if isinstance(item, list):
                         for element in reversed(item):
-                            visit(element, value_kinds | {_stem(key.lower())}, depth + 1)
+                            visit(element, value_kinds | {lex.stem_word(key.lower())}, depth + 1)
                 for key, item in value.items():
                     if key.endswith("_id") and isinstance(item, int) and isinstance(value.get(key[:-3] + "_name"), str):
                         found.append((frozenset({key[:-3]}), {"id": item, "name": value[key[:-3] + "_name"]}))
@@ -563,24 +408,26 @@ class PlannerBackend:
         full = [name for name, _ in step.last if self._full_match(name, step.text)]
         if full:
             return full[0]
-        if step.stage == 1 and _rephrased(step.text) is not None:
+        if step.stage == 1 and lex.rephrase(step.text) is not None:
             return None  # no result fits every word: say it differently before settling
         # After the searches (the best of every result seen) or in a browsed category: the planner's own ranking.
         pool = step.seen if step.stage <= 2 else step.last if step.stage > 3 else []
         specs = [FunctionSpec(name, about, {}) for name, about in pool if name not in self._not_found]
-        ranked = rank_tools(step.text, specs)
+        ranked = lex.rank_tools(step.text, specs)
         return ranked[0][1] if ranked else None
 
     def _full_match(self, name: str, text: str) -> bool:
-        tokens = [t for t in _name_tokens(name) if t not in _STOPWORDS]
-        return name not in self._not_found and bool(tokens) and set(tokens) <= _content_words(_unquoted(text))
+        tokens = [t for t in lex.name_tokens(name) if t not in lex.STOPWORDS]
+        return (
+            name not in self._not_found and bool(tokens) and set(tokens) <= lex.content_words(lex.without_quotes(text))
+        )
 
     def _next_search(self, index: int, step: _Step) -> ToolCall | None:
         """Search in the step's words; then in its content words; then browse the closest categories."""
         step.stage += 1
         if step.stage == 1:
-            return self._call(self._search_function, {"query": _search_text(step.text)}, f"search:{index}")
-        rephrased = _rephrased(step.text)
+            return self._call(self._search_function, {"query": lex.search_query(step.text)}, f"search:{index}")
+        rephrased = lex.rephrase(step.text)
         if step.stage == 2 and rephrased is not None:
             return self._call(self._search_function, {"query": rephrased}, f"search:{index}")
         if step.stage <= 3:
@@ -604,13 +451,15 @@ class PlannerBackend:
             schema = problem.get("schema") if isinstance(problem.get("schema"), dict) else {}
             names = re.findall(r"[\"']([^\"']+)[\"']", str(problem.get("message", "")))
             if rule == "type" and field_name in arguments:
-                value = _coerce(arguments[field_name], schema.get("type"))
+                value = vals.coerced(arguments[field_name], schema.get("type"))
                 if value is None:
                     return None
                 arguments[field_name] = value
             elif rule == "enum" and field_name in arguments:
                 options = [
-                    o for o in schema.get("enum") or [] if _normalize(str(o)) == _normalize(str(arguments[field_name]))
+                    o
+                    for o in schema.get("enum") or []
+                    if lex.normalized(str(o)) == lex.normalized(str(arguments[field_name]))
                 ]
                 if not options:
                     return None
@@ -636,7 +485,7 @@ class PlannerBackend:
                 return self._mcp_names.get(step.named, step.named)
             allowed = {self._mcp_names.get(n, n) for n in self._not_found[step.named]}
             candidates = [f for f in candidates if f.name in allowed] or candidates
-        ranked = rank_tools(step.text, candidates)
+        ranked = lex.rank_tools(step.text, candidates)
         return ranked[0][1] if ranked else None
 
     def _mcp(self, function: str) -> str:
@@ -649,7 +498,7 @@ class PlannerBackend:
         lines = []
         for step in self._steps:
             if step.done:
-                lines.append(f"{step.tool}: {_summary(step.result)}")
+                lines.append(f"{step.tool}: {vals.summarize(step.result)}")
         if self._failure is not None:
             lines.append(f"Stopped: {self._failure}.")
         prefix = "[offline planner, not a model] "
@@ -662,29 +511,29 @@ class PlannerBackend:
         required = set(schema.get("required") or [])
         examples = [e.get("input") for e in definition.get("examples") or [] if isinstance(e, dict)]
         text = step.text
-        plain = _unquoted(text)
-        words = _content_words(text)
+        plain = lex.without_quotes(text)
+        words = lex.content_words(text)
         fill = _Fill()
-        quotes = _quotes(text)
+        quotes = lex.quoted_spans(text)
         used_quotes: set[int] = set()
-        handles = [m.group(1) for m in _HANDLE.finditer(plain)]
-        dates = _DATE.findall(plain)
-        numeric_text = _HANDLE.sub(" ", _DATE.sub(" ", _URL.sub(" ", plain)))
-        numbers = [m.group(0) for m in _NUMBER.finditer(numeric_text)]
+        handles = [m.group(1) for m in lex.HANDLE.finditer(plain)]
+        dates = lex.DATE.findall(plain)
+        numeric_text = lex.HANDLE.sub(" ", lex.DATE.sub(" ", lex.URL.sub(" ", plain)))
+        numbers = [m.group(0) for m in lex.NUMBER.finditer(numeric_text)]
         used_tokens: set[int] = set()
         tokens = [t.strip(".,;:!?()[]") for t in plain.split()]
-        property_names = {_normalize(p) for p in properties}
+        property_names = {lex.normalized(p) for p in properties}
 
         for prop, spec in properties.items():
             if required_only and prop not in required:
                 continue
-            types, enum, pattern = _shape(spec)
-            prop_words = set(_name_tokens(prop))
+            types, enum, pattern = vals.schema_shape(spec)
+            prop_words = set(lex.name_tokens(prop))
             is_required = prop in required
             description = str(spec.get("description", ""))
             # -- ids of things, e.g. project_id, task_id
             if prop.endswith("_id") and types & {"integer", "number"}:
-                kind = _stem(prop[:-3].lower())
+                kind = lex.stem_word(prop[:-3].lower())
                 value = self._resolve_id(kind, text, plain)
                 if value is not None:
                     fill.arguments[prop] = value
@@ -697,7 +546,7 @@ class PlannerBackend:
                         fill.missing.append(prop)
                 continue
             if enum:
-                value = _enum_value(prop, enum, tokens, used_tokens, property_names)
+                value = vals.enum_choice(prop, enum, tokens, used_tokens, property_names)
                 if value is not None:
                     fill.arguments[prop] = value
                 elif is_required:
@@ -756,18 +605,18 @@ class PlannerBackend:
     ) -> str | None:
         description = str(spec.get("description", "")).lower()
         lowered = prop.lower()
-        if _format(spec) == "date" or "yyyy-mm-dd" in description:
+        if vals.string_format(spec) == "date" or "yyyy-mm-dd" in description:
             return dates.pop(0) if dates else None
         if pattern is not None or "handle" in description:
             if handles and (pattern is None or re.search(pattern, handles[0])):
                 return handles.pop(0)
             if pattern is not None:
                 return None
-        if lowered in ("url", "uri") or _format(spec) == "uri" or lowered.endswith("url"):
-            match = _URL.search(text)
+        if lowered in ("url", "uri") or vals.string_format(spec) == "uri" or lowered.endswith("url"):
+            match = lex.URL.search(text)
             return match.group(0) if match else None
         if "path" in lowered or lowered in ("file", "filename"):
-            match = _PATH.search(plain)
+            match = lex.PATH.search(plain)
             if match:
                 return match.group(1)
         # quoted text, matched by the word before the quote
@@ -777,12 +626,12 @@ class PlannerBackend:
             before = re.findall(r"[A-Za-z]+", text[:start].lower())
             before = [w for w in before if w not in ("the", "a", "an")][-1:]
             cue = before[0] if before else ""
-            targets = (*_CUES.get(cue, ()), cue, _stem(cue))
-            if lowered in targets or any(t in _name_tokens(prop) for t in targets if t):
+            targets = (*lex.CUES.get(cue, ()), cue, lex.stem_word(cue))
+            if lowered in targets or any(t in lex.name_tokens(prop) for t in targets if t):
                 used_quotes.add(position)
                 return value
-        if _looks_like_expression(prop, description, examples):
-            expression = _expression(plain)
+        if lex.looks_like_expression(prop, description, examples):
+            expression = lex.math_expression(plain)
             if expression:
                 return expression
         if is_required:
@@ -797,10 +646,10 @@ class PlannerBackend:
         if explicit:
             return int(explicit.group(1))
         candidates = [o for o in self._objects if kind in o.kinds]
-        words = _content_words(text)
+        words = lex.content_words(text)
         best: tuple[float, int, _Object] | None = None
         for candidate in candidates:
-            name_words = _content_words(candidate.name)
+            name_words = lex.content_words(candidate.name)
             if not name_words:
                 continue
             ratio = len(name_words & words) / len(name_words)
@@ -808,7 +657,7 @@ class PlannerBackend:
                 best = (ratio, candidate.seq, candidate)
         if best is not None:
             return best[2].id
-        if _PRONOUN.search(plain) and candidates:
+        if lex.PRONOUN.search(plain) and candidates:
             return max(candidates, key=lambda o: o.seq).id
         return None
 
@@ -820,32 +669,12 @@ class PlannerBackend:
         """
         mentioned = [(description.find(name), fname) for name, fname in self._mcp_names.items() if name in description]
         if self._catalog:
-            mentioned += [(m.start(), m.group(0)) for m in _IDENTIFIER.finditer(description)]
+            mentioned += [(m.start(), m.group(0)) for m in lex.IDENTIFIER.finditer(description)]
         mentioned = [m for m in mentioned if m[0] >= 0 and self._mcp(m[1]) not in self._not_found]
         return min(mentioned)[1] if mentioned else None
 
 
 # -- helpers -----------------------------------------------------------------------------------------
-
-
-def _json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def _code(data: Any) -> str | None:
-    if isinstance(data, dict) and isinstance(data.get("error"), dict):
-        code = data["error"].get("code")
-        return str(code) if code is not None else None
-    return None
-
-
-def _message(data: Any, text: str) -> str:
-    if isinstance(data, dict) and isinstance(data.get("error"), dict):
-        return str(data["error"].get("message") or data["error"])
-    return text.strip()[:300]
 
 
 def _meta_tool(function: FunctionSpec) -> str | None:
@@ -858,141 +687,3 @@ def _meta_tool(function: FunctionSpec) -> str | None:
     if function.name == _CALL and {"name", "arguments"} <= properties:
         return _CALL
     return None
-
-
-def _search_text(text: str) -> str:
-    """A step as a search query: without quoted values and backticked names (they are arguments, not the tool)."""
-    return re.sub(r"\s+", " ", _BACKTICK.sub(" ", _unquoted(text))).strip(" ,.;:!?")
-
-
-def _rephrased(text: str) -> str | None:
-    """The step's content words as a second query (no numbers), or None when that says nothing new."""
-    natural = _search_text(text)
-    words = [w for w in dict.fromkeys(_words(natural)) if w not in _STOPWORDS and not w.isdigit()]
-    rephrased = " ".join(words)
-    return rephrased if rephrased and rephrased != natural.lower() else None
-
-
-def _coerce(value: Any, wanted: Any) -> Any:
-    """`value` as the JSON type a schema's `type` wants (numbers written as strings, and back), or None."""
-    types = {wanted} if isinstance(wanted, str) else set(wanted or [])
-    if types & {"number", "integer"} and isinstance(value, str):
-        try:
-            number = float(value.replace(",", ""))
-        except ValueError:
-            return None
-        return int(number) if "integer" in types or number.is_integer() else number
-    if "string" in types and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return str(value)
-    if "boolean" in types and isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    return None
-
-
-def _takes_tool_names(parameters: dict[str, Any]) -> bool:
-    """A function whose only required argument is `tools`, a list of strings: a describe tool (or our reader)."""
-    prop = (parameters.get("properties") or {}).get("tools")
-    return (
-        isinstance(prop, dict)
-        and prop.get("type") == "array"
-        and list(parameters.get("required") or []) == ["tools"]
-        and set(parameters.get("properties") or {}) == {"tools"}
-    )
-
-
-def _tools_in_uri(uri: str) -> list[str]:
-    query = parse_qs(urlsplit(uri).query)
-    names: list[str] = []
-    for value in query.get("tools", []):
-        names += [unquote(n) for n in value.split(",") if n]
-    return names
-
-
-def _shape(spec: dict[str, Any]) -> tuple[set[str], list[Any], str | None]:
-    """(types, enum values, pattern), looking through anyOf/oneOf unions with null."""
-    types: set[str] = set()
-    enum: list[Any] = list(spec.get("enum") or [])
-    pattern = spec.get("pattern")
-    declared = spec.get("type")
-    if isinstance(declared, str):
-        types.add(declared)
-    elif isinstance(declared, list):
-        types |= {str(t) for t in declared}
-    for option in (spec.get("anyOf") or []) + (spec.get("oneOf") or []):
-        if isinstance(option, dict):
-            sub_types, sub_enum, sub_pattern = _shape(option)
-            types |= sub_types
-            enum += [e for e in sub_enum if e not in enum]
-            pattern = pattern or sub_pattern
-    types.discard("null")
-    return types, [e for e in enum if e is not None], pattern if isinstance(pattern, str) else None
-
-
-def _format(spec: dict[str, Any]) -> str | None:
-    if isinstance(spec.get("format"), str):
-        return str(spec["format"])
-    for option in (spec.get("anyOf") or []) + (spec.get("oneOf") or []):
-        if isinstance(option, dict) and isinstance(option.get("format"), str):
-            return str(option["format"])
-    return None
-
-
-def _enum_value(prop: str, enum: list[Any], tokens: list[str], used: set[int], property_names: set[str]) -> Any | None:
-    """An enum value the step names (exact case first), honouring from/to order for paired fields."""
-    values = [v for v in enum if isinstance(v, str) and _normalize(v) not in property_names - {_normalize(prop)}]
-    hits: list[tuple[int, Any, bool]] = []
-    for position, token in enumerate(tokens):
-        if position in used or not token:
-            continue
-        pair = f"{token} {tokens[position + 1]}" if position + 1 < len(tokens) else token
-        exact = [v for v in values if v == token]
-        loose = [v for v in values if len(v) > 2 and _normalize(v) in (_normalize(token), _normalize(pair))]
-        match = exact or loose
-        if match:
-            after_to = position > 0 and tokens[position - 1].lower() in _TO_WORDS
-            hits.append((position, match[0], after_to))
-    if not hits:
-        return None
-    lowered = prop.lower()
-    chosen = hits[0]
-    if lowered.startswith(("to", "target", "dest")):
-        chosen = next((h for h in hits if h[2]), hits[-1])
-    elif lowered.startswith(("from", "source")):
-        chosen = next((h for h in hits if not h[2]), hits[0])
-    used.add(chosen[0])
-    return chosen[1]
-
-
-def _looks_like_expression(prop: str, description: str, examples: list[Any]) -> bool:
-    if "expression" in prop.lower() or "formula" in prop.lower() or "expression" in description:
-        return True
-    values = [e.get(prop) for e in examples if isinstance(e, dict)]
-    return any(isinstance(v, str) and re.search(r"\d\s*[-+*/]\s*\d", v) for v in values)
-
-
-def _expression(text: str) -> str | None:
-    """Arithmetic in a sentence: thousands separators dropped, 'X% of Y' -> (X/100*Y), words -> operators."""
-    text = re.sub(r"(\d),(\d{3})", r"\1\2", text)
-    text = re.sub(r"(\d+(?:\.\d+)?)\s*%\s+of\s+(\d+(?:\.\d+)?)", r"(\1/100*\2)", text)
-    for word, symbol in (
-        ("times", "*"),
-        ("plus", "+"),
-        ("minus", "-"),
-        ("divided by", "/"),
-        ("\u00d7", "*"),
-        ("\u00f7", "/"),
-    ):
-        text = text.replace(f" {word} ", f" {symbol} ")
-    spans = [m.group(0).strip() for m in _MATH.finditer(text)]
-    spans = [s for s in spans if re.search(r"\d", s)]
-    return max(spans, key=len) if spans else None
-
-
-def _summary(data: Any, limit: int = 160) -> str:
-    if isinstance(data, dict):
-        preferred = ("result", "digest", "words", "total", "total_open", "id", "title", "assignee", "status")
-        picked = {k: data[k] for k in preferred if k in data and not isinstance(data[k], (dict, list))}
-        text = json.dumps(picked or data, ensure_ascii=False)
-    else:
-        text = json.dumps(data, ensure_ascii=False)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
