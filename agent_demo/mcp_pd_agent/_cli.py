@@ -18,7 +18,7 @@ from ._backends import BACKENDS, create_backend, resolve_backend_name
 from ._catalog import merge_catalogs
 from ._connection import ServerMode, ServerSpec, connect
 from ._ledger import Ledger, TokenCounter, build_ledger, render_svg, render_table, side_label, update_markdown
-from ._loop import DEFAULT_MAX_TURNS, Backend, Run, Step, describe_step, run_agent
+from ._loop import DEFAULT_MAX_TURNS, Backend, BackendFailure, Run, Step, describe_step, run_agent
 from ._prompt import HOSTS, Host
 from ._tasks import CATALOG_TASKS, TASKS, Task, check_run
 
@@ -93,6 +93,7 @@ async def run_tasks(
     `mode` is what the server is expected to be, for the log; each run records what the server said it is.
     """
     results: list[TaskResult] = []
+    model_answered = False  # until the back-end answers once, its failure ends the demo (see BackendFailure)
     where = side_label("catalog" if mode == "catalog" else host)
     for number, task in enumerate(tasks, 1):
         if out is not None:
@@ -109,8 +110,17 @@ async def run_tasks(
                     server, backend_for(task), task.prompt, host=host, max_turns=max_turns, observer=show
                 )
             failure = check_run(task, run)
-        except Exception as exc:  # a model API or server failure ends this task, not the demo
-            failure = _describe(exc)
+        except Exception as exc:  # a server failure (or a model API failure mid-run) ends this task, not the demo
+            cause = _leaf(exc)
+            if isinstance(cause, BackendFailure) and not (cause.answered or model_answered):
+                # It never answered once: a missing key, a wrong endpoint or model. Every task would fail the same way.
+                why = str(cause).rstrip(".")
+                raise RuntimeError(
+                    f"the back-end ({cause.label}) failed on its first request, so no task was run: {why}. "
+                    "Check the API key, --base-url and --model."
+                ) from None
+            failure = f"{type(cause).__name__}: {cause}"
+        model_answered = model_answered or run is not None
         provoked = [code for code in (run.error_codes() if run else []) if code != "TOOL_ERROR"]
         ran_as = (run.host, run.mode) if run is not None else (host, mode)
         result = TaskResult(task.key, task.prompt, run, failure, provoked, *ran_as)
@@ -125,11 +135,11 @@ async def run_tasks(
     return results
 
 
-def _describe(exc: BaseException) -> str:
+def _leaf(exc: BaseException) -> BaseException:
     """The first real error inside (possibly nested) exception groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    return f"{type(exc).__name__}: {exc}"
+    return exc
 
 
 async def eager_definitions(spec: ServerSpec) -> dict[str, dict[str, Any]]:

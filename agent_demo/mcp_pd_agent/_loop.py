@@ -27,6 +27,7 @@ from ._prompt import HOSTS, READ_FUNCTION, Host, system_prompt
 __all__ = [
     "AssistantTurn",
     "Backend",
+    "BackendFailure",
     "ContextRecord",
     "FunctionSpec",
     "Message",
@@ -44,6 +45,14 @@ __all__ = [
 # Function names both APIs accept (Anthropic: ^[a-zA-Z0-9_-]{1,64}$; OpenAI: ^[a-zA-Z0-9_-]{1,64}$).
 _FUNCTION_NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DEFAULT_MAX_TURNS: Final = 16
+
+
+class BackendFailure(Exception):
+    """The model back-end raised instead of answering; `answered`: whether it had answered in this run before."""
+
+    def __init__(self, label: str, cause: BaseException, *, answered: bool) -> None:
+        self.label, self.cause, self.answered = label, cause, answered
+        super().__init__(f"{type(cause).__name__}: {cause}")
 
 
 @dataclass(frozen=True)
@@ -314,7 +323,12 @@ async def run_agent(
             observer(step)
 
     for _ in range(max_turns):
-        turn = await backend.respond(ModelRequest(system, tuple(functions), tuple(messages)))
+        try:
+            turn = await backend.respond(ModelRequest(system, tuple(functions), tuple(messages)))
+        except Exception as exc:
+            raise BackendFailure(
+                backend.label, exc, answered=any(isinstance(m, AssistantTurn) for m in messages)
+            ) from exc
         messages.append(turn)
         if not turn.calls:
             run.answer = turn.text

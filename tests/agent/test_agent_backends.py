@@ -210,6 +210,30 @@ def test_openai_backend_needs_a_key_or_a_base_url(monkeypatch):
         create_backend("openai")
 
 
+def test_anthropic_backend_needs_a_key_a_token_or_a_base_url(monkeypatch):
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ValueError, match="ANTHROPIC_API_KEY"):
+        create_backend("anthropic")
+
+
+def test_demo_stops_when_the_backend_fails_its_first_request(monkeypatch):
+    """An endpoint nobody answers: the first task says so and the demo ends (exit 2), instead of 14 identical
+    failures and a ledger of zeros (issue 23.5)."""
+    import socket
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with socket.socket() as probe:  # a loopback port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = [sys.executable, "-m", "mcp_pd", "demo", "--backend", "openai", "--base-url", f"http://127.0.0.1:{port}/v1"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "[1/14" in done.stdout and "[2/14" not in done.stdout
+    assert "failed on its first request" in done.stderr and "--base-url" in done.stderr
+    assert "APIConnectionError" in done.stderr
+
+
 @pytest.mark.anyio
 async def test_openai_backend_for_a_local_server_uses_max_tokens(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -58,7 +58,11 @@ class AnthropicBackend:
             import anthropic
         except ImportError as exc:
             raise ImportError("the anthropic back-end needs the SDK: pip install anthropic") from exc
-        client = anthropic.AsyncAnthropic(base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None)
+        base_url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or None
+        if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN") or base_url):
+            # Else the SDK fails only at the first request, and every task would fail the same way.
+            raise ValueError("the anthropic back-end needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN, or --base-url)")
+        client = anthropic.AsyncAnthropic(base_url=base_url)
         return cls(client, model or DEFAULT_MODEL, max_tokens)
 
     @property
