@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._checks import UNKNOWN_TOOL, Discovery, selection_uri
-from ._documents import read_body
+from ._checks import Discovery, selection_uri, unknown_name
+from ._documents import available_tools
 from ._probe import ConnectFailure, Exchange, Mode, Pool, Target, short
 from ._record import Recorder
 
@@ -20,16 +20,10 @@ __all__ = ["available_tools_visible"]
 CHECK = "resource-read/available-tools-visible"
 
 
-def _available(exchange: Exchange, unknown: str) -> list[str] | None:
-    entry = (read_body(exchange).mapping or {}).get(unknown)
-    names = entry.get("available_tools") if isinstance(entry, dict) else None
-    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else None
-
-
 async def available_tools_visible(pool: Pool, target: Target, mode: Mode, rec: Recorder, disc: Discovery) -> None:
     """Read an unknown name before and after one fetch in a fresh session; compare with what it may see."""
     assert disc.base is not None
-    unknown = UNKNOWN_TOOL if UNKNOWN_TOOL not in disc.names else UNKNOWN_TOOL + "_2"
+    unknown = unknown_name(disc.names)
     try:
         held = await pool.open(target, mode)
     except ConnectFailure as exc:
@@ -42,7 +36,7 @@ async def available_tools_visible(pool: Pool, target: Target, mode: Mode, rec: R
         visible = [n for n in names if isinstance(n, str) and n not in disc.meta]
         visible += [t["name"] for t in disc.behind if t["name"] not in visible]
         before = await peer.read(selection_uri(disc.base, unknown))
-        first = _available(before, unknown)
+        first = available_tools(before, unknown)
         fetched = visible[0] if visible else None
         if first is None or fetched is None:
             why = "no tool is visible" if fetched is None else "no available_tools list (see unknown-tool-entry)"
@@ -50,7 +44,7 @@ async def available_tools_visible(pool: Pool, target: Target, mode: Mode, rec: R
             return
         await peer.read(selection_uri(disc.base, fetched))
         after = await peer.read(selection_uri(disc.base, unknown))
-        second = _available(after, unknown) or []
+        second = available_tools(after, unknown) or []
     finally:
         await held.close()
     problems: list[tuple[str, Exchange]] = []

@@ -7,6 +7,7 @@ its reason. Tools are discovered from tools/list, never assumed.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,10 +45,18 @@ __all__ = [
     "selection_uri",
     "tools_list",
     "unfetched_tool_note",
+    "unknown_name",
 ]
 
 DESCRIPTION_LIMIT = 300
 UNKNOWN_TOOL = "pd_conformance_no_such_tool"
+
+
+def unknown_name(names: Collection[str]) -> str:
+    """A tool name the server does not have: UNKNOWN_TOOL, unless it lists a tool by that very name."""
+    return UNKNOWN_TOOL if UNKNOWN_TOOL not in names else UNKNOWN_TOOL + "_2"
+
+
 NO_EXTENSION = "this server does not implement progressive disclosure (spec 4.1)"
 NO_RESOURCE = "no tool_descriptions resource (see resource-listing/listed)"
 ONLY_OWN_TOOLS = (
@@ -680,7 +689,7 @@ def _judge_entries(rec: Recorder, entries: dict[str, tuple[Any, Exchange, Body]]
 
 async def _unknown_name(peer: Peer, rec: Recorder, disc: Discovery) -> None:
     assert disc.base is not None
-    unknown = UNKNOWN_TOOL if UNKNOWN_TOOL not in disc.names else UNKNOWN_TOOL + "_2"
+    unknown = unknown_name(disc.names)
     exchange = await peer.read(selection_uri(disc.base, unknown))
     entry = (read_body(exchange).mapping or {}).get(unknown)
     expected = f'{{"{unknown}": {{"error": "Tool \'{unknown}\' not found", "available_tools": [...]}}}}'

@@ -91,9 +91,7 @@ def schema_valid(rec: Recorder, disc: Discovery) -> None:
             continue  # resource-read/full-entry reports it
         checked += 1
         try:
-            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-            cls.check_schema(schema)
-            validator = cls(schema)
+            validator = _validator(schema)
         except SchemaError as exc:
             problems.append(f"{name}: the inputSchema is not a valid JSON Schema ({short(exc.message, 100)})")
             continue
@@ -121,16 +119,11 @@ def schema_valid(rec: Recorder, disc: Discovery) -> None:
         rec.ok("resource-read/schema-valid", f"{checked} served schemas are valid and their examples validate")
 
 
-def _validator(schema: Any) -> Any:
-    """A jsonschema validator for `schema`, or None when it is not a usable JSON Schema."""
-    if not isinstance(schema, dict):
-        return None
-    try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        cls.check_schema(schema)
-        return cls(schema)
-    except SchemaError:
-        return None
+def _validator(schema: dict[str, Any]) -> Any:
+    """A jsonschema validator for `schema` in the dialect it declares (2020-12 if none); SchemaError if invalid."""
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema)
 
 
 def _rejects(validator: Any, instance: Any) -> bool:
@@ -158,11 +151,14 @@ def violating_arguments(schema: Any) -> dict[str, Any] | None:
     """Arguments `schema` rejects, as harmless as can be: every required parameter left out, every other constrained
     one given a value of the wrong type. None when the schema rejects nothing the suite can build (no required and
     no constrained parameter): a call would then be a real call."""
-    validator = _validator(schema)
-    if validator is None:
+    if not isinstance(schema, dict):
         return None
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    required = schema.get("required") if isinstance(schema.get("required"), list) else []
+    try:
+        validator = _validator(schema)
+    except SchemaError:
+        return None
+    properties: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+    required: list[Any] = schema["required"] if isinstance(schema.get("required"), list) else []
     arguments = {
         name: wrong
         for name, sub in properties.items()
@@ -181,7 +177,10 @@ def listed_schema_agrees(rec: Recorder, disc: Discovery) -> None:
         if listed is None or not isinstance(full, dict):
             continue
         compared += 1
-        checker = _validator(listed)
+        try:
+            checker = _validator(listed) if isinstance(listed, dict) else None
+        except SchemaError:
+            checker = None
         if checker is None:
             problems.append(f"{name}: the listed inputSchema is not a valid JSON Schema")
             continue

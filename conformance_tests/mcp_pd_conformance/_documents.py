@@ -25,6 +25,7 @@ __all__ = [
     "Body",
     "CallOutcome",
     "answer",
+    "available_tools",
     "base_uri",
     "classify_call",
     "error_document",
@@ -207,6 +208,13 @@ def base_uri(uri: str) -> str:
 
 def uri_path(uri: str) -> str:
     return urlsplit(base_uri(uri)).path
+
+
+def available_tools(exchange: Exchange, name: str) -> list[str] | None:
+    """The names in `available_tools` of the entry a read gave unknown `name` (spec 6.3); None without that list."""
+    entry = (read_body(exchange).mapping or {}).get(name)
+    names = entry.get("available_tools") if isinstance(entry, dict) else None
+    return [n for n in names if isinstance(n, str)] if isinstance(names, list) else None
 
 
 @dataclass

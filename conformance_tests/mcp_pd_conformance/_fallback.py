@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._checks import UNKNOWN_TOOL, selection_uri
+from ._checks import selection_uri, unknown_name
 from ._documents import (
     MISSING_TOOL_SELECTION,
     Answer,
@@ -193,7 +193,7 @@ async def _run(p: _P, q: Peer | None, names: list[str], why: str) -> None:
 
     await _same_errors(p)
     await p.still_refused("the describe tool was given the selections the resource refuses")
-    unknown = UNKNOWN_TOOL if UNKNOWN_TOOL not in names else UNKNOWN_TOOL + "_2"
+    unknown = unknown_name(names)
     described = ["selections the resource refuses", "an unknown name"]
     await p.describe([unknown])
     await p.still_refused("describing an unknown name")

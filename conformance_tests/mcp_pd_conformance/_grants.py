@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from ._checks import UNKNOWN_TOOL, Discovery, selection_uri
+from ._checks import Discovery, selection_uri, unknown_name
 from ._documents import SESSIONLESS_VERSIONS, TOOL_DESCRIPTION_REQUIRED, CallOutcome, classify_call, example_arguments
 from ._probe import ConnectFailure, Exchange, Held, Mode, Pool, Target, short
 from ._record import Recorder
@@ -148,7 +148,7 @@ async def _call(g: GrantsSession, name: str) -> tuple[CallOutcome, Exchange]:
 
 async def _run(g: GrantsSession, rec: Recorder, disc: Discovery, base: str, hold: float) -> None:
     peer, first = g.held.peer, g.tools[0]
-    unknown = UNKNOWN_TOOL if UNKNOWN_TOOL not in disc.names else UNKNOWN_TOOL + "_2"
+    unknown = unknown_name(disc.names)
     # Reads that serve no definition of `first`: each must leave it refused.
     reads = {
         "no selection": base,
@@ -295,7 +295,7 @@ async def _required_truthful(g: GrantsSession, rec: Recorder, disc: Discovery) -
 async def _mixed(pool: Pool, target: Target, g: GrantsSession, rec: Recorder, disc: Discovery) -> None:
     assert disc.base is not None
     first = g.tools[0]
-    unknown = UNKNOWN_TOOL if UNKNOWN_TOOL not in disc.names else UNKNOWN_TOOL + "_2"
+    unknown = unknown_name(disc.names)
     try:
         h = await pool.open(target, g.mode)
     except ConnectFailure as exc:

@@ -20,11 +20,11 @@ from ._definitions import learn_definitions
 from ._documents import (
     TOOL_DESCRIPTION_REQUIRED,
     CallOutcome,
+    available_tools,
     classify_call,
     error_document,
     example_arguments,
 )
-from ._documents import read_body as _read_body
 from ._model import ProfileRun
 from ._probe import ConnectFailure, Exchange, Held, Mode, Peer, Pool, Target
 from ._record import Recorder
@@ -109,9 +109,7 @@ class ProfileContext:
         if self.browsed:
             return list(self.browsed)
         exchange = await self.read(self.scout, selection_uri(self.disc.base, UNKNOWN_TOOL))
-        entry = (_read_body(exchange).mapping or {}).get(UNKNOWN_TOOL)
-        available = entry.get("available_tools") if isinstance(entry, dict) else None
-        names = [n for n in available if isinstance(n, str)] if isinstance(available, list) else []
+        names = available_tools(exchange, UNKNOWN_TOOL) or []
         return [n for n in dict.fromkeys(names) if n not in self.disc.meta]
 
     async def safe_calls(self, names: list[str]) -> tuple[list[SafeCall], str]:

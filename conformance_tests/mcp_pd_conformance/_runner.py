@@ -228,10 +228,7 @@ async def _run(
         say("grants")
         await finish_grants(pool, target, grants, rec, disc, options.grant_hold)
     if "grants" in scenarios:
-        code, gated = (grants.code, grants.gated) if grants is not None else (None, False)
-        await unsafe_tools_gated(
-            pool, target, held_mode, rec, disc, code=code, gated=gated, allow=options.allow_side_effects
-        )
+        await unsafe_tools_gated(pool, target, held_mode, rec, disc, grants, allow=options.allow_side_effects)
     if calling and disc.base is not None:
         report.notes.append(unfetched_tool_note(disc))
     if profiles:

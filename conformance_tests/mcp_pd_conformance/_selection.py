@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from ._checks import UNKNOWN_TOOL, Discovery, selection_uri
+from ._checks import Discovery, selection_uri, unknown_name
 from ._documents import read_body
 from ._probe import Exchange, Peer, short
 from ._record import Recorder
@@ -45,7 +45,7 @@ async def selection_parsing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
     """resource-read/several-names, mixed-known-unknown, punctuation-match, encoded-selection, other-parameters."""
     assert disc.base is not None
     base, names = disc.base, disc.names
-    unknown = UNKNOWN_TOOL if UNKNOWN_TOOL not in names else UNKNOWN_TOOL + "_2"
+    unknown = unknown_name(names)
 
     if len(names) >= 3:
         wanted = names[:5]

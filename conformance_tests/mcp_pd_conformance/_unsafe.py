@@ -18,7 +18,7 @@ from __future__ import annotations
 from ._checks import Discovery
 from ._definitions import violating_arguments
 from ._documents import SESSIONLESS_VERSIONS, TOOL_DESCRIPTION_REQUIRED, classify_call
-from ._grants import safe_tools
+from ._grants import GrantsSession, safe_tools
 from ._probe import ConnectFailure, Exchange, Mode, Pool, Target, short
 from ._record import Recorder
 
@@ -34,13 +34,12 @@ async def unsafe_tools_gated(
     mode: Mode,
     rec: Recorder,
     disc: Discovery,
+    g: GrantsSession | None,
     *,
-    code: str | None,
-    gated: bool,
     allow: bool,
 ) -> None:
-    """Probe the gate of every tool outside `safe_tools` (see the module). `code`: the refusal session G saw;
-    `gated`: whether G saw every safe tool refused."""
+    """Probe the gate of every tool outside `safe_tools` (see the module); `g`: session G of scenario grants, whose
+    unfetched calls show whether there is a gate and the code it refuses with."""
     if disc.base is None:
         rec.skip(CHECK, "no tool_descriptions resource (see resource-listing/listed)")
         return
@@ -49,7 +48,7 @@ async def unsafe_tools_gated(
     if not others:
         rec.skip(CHECK, "every tool is one the suite calls (see grants/every-tool-gated)")
         return
-    if not gated and not allow:
+    if not (g is not None and g.gated) and not allow:
         rec.skip(
             CHECK,
             "no safe tool showed a gate (see grants/every-tool-gated), so a probe could run a tool that does not "
@@ -81,10 +80,10 @@ async def unsafe_tools_gated(
     except ConnectFailure as exc:
         rec.skip(CHECK, f"could not open a session: {exc.message}")
         return
-    refusals = {TOOL_DESCRIPTION_REQUIRED, *([code] if code else [])}
+    refusals = {TOOL_DESCRIPTION_REQUIRED, *([g.code] if g is not None and g.code else [])}
     problems: list[tuple[str, Exchange]] = []
     try:
-        canary = next(iter(safe), None)
+        canary = safe[0] if safe else None
         if canary is not None and not allow:
             outcome = classify_call(await held.peer.call(canary, {}))
             if not (outcome.kind == "refused" and outcome.code in refusals):
