@@ -136,6 +136,9 @@ def test_wheel_carries_every_package_file_the_definitions_and_the_license(dists:
         for path in definitions:
             assert zf.read(f"{SHIPPED_DEFINITIONS}/{path.name}") == path.read_bytes(), path.name
         assert zf.read(f"{dist_info}/licenses/LICENSE") == (ROOT / "LICENSE").read_bytes()
+        # The suite's requirement table: read from the one spec file, shipped inside the suite's package.
+        shipped = zf.read("mcp_pd_conformance/spec/requirements.toml")
+        assert shipped == (ROOT / "spec" / "requirements.toml").read_bytes()
         metadata = zf.read(f"{dist_info}/METADATA").decode()
     assert "License-Expression: Apache-2.0" in metadata
     assert "License-File: LICENSE" in metadata

@@ -1,14 +1,18 @@
 """What the suite checks: the spec requirements it cites and the registry of its checks.
 
-Pure data. The requirement table restates, for every black-box-testable requirement of
-spec v2.1, its ID, section and RFC 2119 level (the project's spec/requirements.toml is the
-source; a test compares the two both ways). Every check cites at least one requirement.
+The requirement table is read from the project's spec/requirements.toml (every black-box-testable requirement of
+spec v2.1 with its ID, section, RFC 2119 level and text; the wheel ships the file inside this package); the check
+registry is data here. Every check cites at least one requirement, and a test holds the two together both ways.
 """
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 from enum import StrEnum
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
 from typing import Final
 
 __all__ = [
@@ -39,79 +43,31 @@ class Requirement:
     text: str
 
 
-def _reqs(*rows: tuple[str, str, str]) -> dict[str, Requirement]:
-    return {rid: Requirement(rid, _section(rid), level, text) for rid, level, text in rows}
+def _requirements_file() -> Traversable:
+    """spec/requirements.toml: inside this package in the wheel, else in the checkout this package sits in."""
+    shipped = resources.files(__package__) / "spec" / "requirements.toml"
+    if shipped.is_file():
+        return shipped
+    return Path(__file__).resolve().parents[2] / "spec" / "requirements.toml"
 
 
-# Beyond the spec: the project's own interpretations (PDX-<AREA>-<nn>), cited with the interpretation
-# that states them. Core checks citing only these are SHOULD: another implementation gets a WARNING. A
-# profile is opted into, so there the extension's own text binds as written (MUST fails the run).
-_PDX_SECTIONS: Final[dict[str, str]] = {"PARSE": "I-3", "DESCRIBE": "I-13", "CATALOG": "I-16"}
+def _load() -> dict[str, Requirement]:
+    """Every black-box-testable requirement, in the file's order: the spec's (PD-*) and ours (PDX-*)."""
+    with _requirements_file().open("rb") as fh:
+        rows = tomllib.load(fh)["requirement"]
+    return {
+        str(r["id"]): Requirement(str(r["id"]), str(r["section"]), str(r["level"]), " ".join(str(r["text"]).split()))
+        for r in rows
+        if r.get("testable") is True
+    }
 
 
-def _section(rid: str) -> str:
-    return _PDX_SECTIONS[rid.split("-")[1]] if rid.startswith("PDX-") else rid.split("-")[1]
+# The one source is the project's spec/requirements.toml (shipped inside this package in the wheel). Beyond the spec,
+# the project's own interpretations (PDX-<AREA>-<nn>) sit under the interpretation that states them ("I-3"); core
+# checks citing only these are SHOULD, so another implementation gets a WARNING. A profile is opted into, so there the
+# extension's own text binds as written (MUST fails the run). The suite knows the PDX requirements its checks cite.
+_ALL: Final[dict[str, Requirement]] = _load()
 
-
-REQUIREMENTS: Final[dict[str, Requirement]] = _reqs(
-    ("PD-2-01", "MUST", "two-stage pattern: minimal tools/list, full definitions on demand"),
-    ("PD-2-02", "MUST", "provide a tool_descriptions resource"),
-    ("PD-2-03", "MUST", "enforce session-based authorization of tool calls"),
-    ("PD-2-04", "SHOULD", "provide system-prompt guidance (server instructions)"),
-    ("PD-3.1-01", "SHALL", "tools/list returns minimal descriptions"),
-    ("PD-3.1-02", "MUST", "each minimal description is enough to select the tool"),
-    ("PD-3.1-03", "SHOULD", "each minimal description conveys purpose and primary use"),
-    ("PD-3.1-04", "MUST NOT", "no detailed parameter schemas, examples or usage instructions in tools/list"),
-    ("PD-3.1-05", "MAY", "inputSchema omitted or simplified to {type: object, additionalProperties: true}"),
-    ("PD-3.2-01", "SHALL", "full descriptions served by a resource named tool_descriptions in resources/list"),
-    ("PD-3.2-02", "MUST", "full descriptions include the complete input schema"),
-    ("PD-3.2-03", "SHOULD", "full descriptions include usage examples"),
-    ("PD-3.2-04", "SHOULD", "full descriptions include error-handling guidance"),
-    ("PD-3.2-05", "MUST", "the resource supports a query parameter selecting tools"),
-    ("PD-4.1-01", "SHALL", "the tool_descriptions resource appears in resources/list"),
-    ("PD-4.1-02", "MUST", "its uri is resource:///tool_descriptions or ends in tool_descriptions"),
-    ("PD-4.1-03", "MUST", "its name clearly says it holds tool descriptions"),
-    ("PD-4.1-04", "MUST", "its description explains the workflow (the four points of 4.2)"),
-    ("PD-4.1-05", "SHOULD", "its mimeType is application/json"),
-    ("PD-4.2-01", "MUST", "the description relates tools/list to the resource"),
-    ("PD-4.2-02", "MUST", "the description says to fetch before calling"),
-    ("PD-4.2-03", "MUST", "the description gives the ?tools= syntax"),
-    ("PD-4.2-04", "MUST", "the description says what an unfetched call does"),
-    ("PD-4.2-05", "SHOULD", "the description uses sequential steps"),
-    ("PD-4.2-06", "SHOULD", "the description separates selection from parameter learning"),
-    ("PD-4.2-07", "SHOULD", "the description gives concrete URI examples"),
-    ("PD-4.2-08", "SHOULD", "the description says fetching authorizes the tool for the session"),
-    ("PD-4.3-01", "MUST", "the resource URI accepts a tools query parameter"),
-    ("PD-4.3-02", "MUST", "several names are comma-separated"),
-    ("PD-4.3-03", "MUST", "names match exactly as listed"),
-    ("PD-4.3-04", "MUST", "a read without tools returns MISSING_TOOL_SELECTION"),
-    ("PD-4.4-01", "SHALL", "a read returns a JSON object mapping names to full descriptions"),
-    ("PD-4.4-02", "MUST", "the response contains only the requested tools"),
-    ("PD-4.4-03", "MUST NOT", "the response carries no instructional preamble"),
-    ("PD-5.1-01", "SHALL", "fetching a description authorizes the tool in the current session"),
-    ("PD-5.1-02", "MUST", "an unauthorized call fails with TOOL_DESCRIPTION_REQUIRED"),
-    ("PD-5.1-03", "SHALL", "authorization persists for the life of the session"),
-    ("PD-5.1-04", "MUST", "authorization is isolated per session"),
-    ("PD-5.2-01", "MUST", "authorization is tracked with the MCP protocol's session identification"),
-    ("PD-5.2-02", "MUST", "session state is scoped to individual MCP sessions"),
-    ("PD-5.2-03", "MUST", "authorization ends with its session"),
-    ("PD-6.1-01", "MUST", "the MISSING_TOOL_SELECTION document: code, message, examples"),
-    ("PD-6.2-01", "MUST", "the TOOL_DESCRIPTION_REQUIRED document: code, message naming the tool, resource_uri"),
-    ("PD-6.3-01", "SHOULD", "an unknown name gets an {error, available_tools} entry"),
-    ("PD-7.2-03", "MAY", "served descriptions may carry version information"),
-    ("PDX-PARSE-01", "MUST", "?tools= values are percent-decoded, trimmed, merged and de-duplicated (ours, I-3)"),
-    ("PDX-PARSE-02", "MUST", "other query parameters beside tools are ignored (ours, I-3)"),
-    ("PDX-PARSE-03", "MUST", "a selection that names no tool (blank, commas only) is MISSING_TOOL_SELECTION (ours)"),
-    ("PDX-DESCRIBE-01", "MUST", "the describe tool is listed with a small real schema and callable without a fetch"),
-    ("PDX-DESCRIBE-02", "MUST", "the describe tool returns exactly the resource's document (text and structured)"),
-    ("PDX-DESCRIBE-03", "MUST", "the describe tool refuses what the resource refuses, same documents, as isError"),
-    ("PDX-DESCRIBE-04", "MUST", "the describe tool authorizes what it described, for the calling session only"),
-    ("PDX-DESCRIBE-06", "SHOULD", "TOOL_DESCRIPTION_REQUIRED names the describe tool call beside resource_uri"),
-    ("PDX-CATALOG-01", "MUST", "catalog mode lists the four meta-tools whatever the size; calls still need a describe"),
-    ("PDX-CATALOG-02", "MUST", "search_tools answers name/category/one line, abstains, filters, finds similar tools"),
-    ("PDX-CATALOG-04", "MUST", "call_tool validates arguments first, naming the field; unknown names get the closest"),
-    ("PDX-CATALOG-06", "MUST", "browse_tools lists categories with counts and a category's tools in complete pages"),
-)
 
 SECTION_TITLES: Final[dict[str, str]] = {
     "2": "Conformance",
@@ -171,7 +127,7 @@ class CheckSpec:
     @property
     def section(self) -> str:
         """The spec section the report groups this check under (its first requirement's)."""
-        return REQUIREMENTS[self.requirements[0]].section
+        return _ALL[self.requirements[0]].section
 
 
 def _c(check_id: str, severity: Severity, requirements: tuple[str, ...], title: str, hint: str) -> CheckSpec:
@@ -838,6 +794,10 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
 )
 
 CHECKS_BY_ID: Final[dict[str, CheckSpec]] = {c.id: c for c in CHECKS}
+_CITED: Final = {rid for check in CHECKS for rid in check.requirements}
+REQUIREMENTS: Final[dict[str, Requirement]] = {
+    rid: req for rid, req in _ALL.items() if not rid.startswith("PDX-") or rid in _CITED
+}
 SCENARIOS: Final[tuple[str, ...]] = tuple(dict.fromkeys(c.scenario for c in CHECKS))
 CORE_CHECKS: Final[tuple[CheckSpec, ...]] = tuple(c for c in CHECKS if c.profile is None)
 # Scenarios run once per selected protocol era; the others run once.

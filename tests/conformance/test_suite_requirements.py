@@ -20,7 +20,7 @@ def _toml() -> dict[str, dict[str, object]]:
         return {str(r["id"]): r for r in tomllib.load(fh)["requirement"]}
 
 
-def test_embedded_requirements_are_exactly_the_testable_ones() -> None:
+def test_loaded_requirements_are_exactly_the_testable_ones() -> None:
     """Every testable spec requirement (PD-*); of ours (PDX-*), those the suite checks, all testable."""
     toml = _toml()
     testable = {rid for rid, r in toml.items() if r["testable"]}
