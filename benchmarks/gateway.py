@@ -1,7 +1,8 @@
 """9. Gateway: progressive disclosure in front of real upstream servers (`mcp-pd proxy`).
 
 - Overhead: an authorized `tools/call` through the gateway against the same call straight to the same upstream,
-  over stdio, both clients open at once in the same run, iterations in shuffled order. Upstreams: the npm
+  over stdio, with a bare line relay (the floor of any process in the middle) and FastMCP's `create_proxy` (with the
+  bench extra) beside them, all clients open at once in the same run, iterations in shuffled order. Upstreams: the npm
   reference `everything` server (`echo`), a server on the plain Python SDK (`echo`, and `slow` doing 20 ms).
 - Start-up: 10 upstreams (npm `memory` servers), eager (all started, then served) against lazy (`--cache`, from
   exported definitions): time until the client has its `tools/list`, and resident memory of the gateway's whole
@@ -30,6 +31,11 @@ from mcp import Client, StdioServerParameters
 from ._common import REPO, Recorder, benchmark_main, compact, percentile, ratio, rss_mb, summarize, tokenizers
 
 PLAIN = REPO / "tests" / "gateway" / "plain_server.py"
+# FastMCP's create_proxy, measured beside the gateway in the same run (the bench extra installs FastMCP).
+RIVAL = Path(__file__).with_name("_fastmcp_proxy.py")
+# The floor: a bare line relay (no parsing, no checks), the least any process in the middle can cost.
+RELAY = Path(__file__).with_name("_relay.py")
+FASTMCP = importlib.util.find_spec("fastmcp") is not None
 
 
 def _npm() -> dict[str, Path]:
@@ -114,7 +120,12 @@ async def _overhead(npm: dict[str, Path], iterations: int, scratch: Path) -> dic
             )
             await gateway.call_tool("describe_tools", {"tools": [tool]})
             clients = {"direct": direct, "gateway": gateway}
-            samples: dict[str, list[float]] = {"direct": [], "gateway": []}
+            floor = StdioServerParameters(command=sys.executable, args=[str(RELAY), *argv], env=_env())
+            clients["relay"] = await stack.enter_async_context(Client(floor, mode="legacy", cache=None))
+            if FASTMCP:
+                rival = StdioServerParameters(command=sys.executable, args=[str(RIVAL), *argv], env=_env())
+                clients["fastmcp"] = await stack.enter_async_context(Client(rival, mode="legacy", cache=None))
+            samples: dict[str, list[float]] = {variant: [] for variant in clients}
             for _ in range(max(20, iterations // 10)):  # warm-up
                 for client in clients.values():
                     await client.call_tool(tool, arguments)
@@ -135,10 +146,19 @@ async def _overhead(npm: dict[str, Path], iterations: int, scratch: Path) -> dic
             "ratio": ratio(samples["gateway"], samples["direct"]),
             "added_p50_ms": round((percentile(samples["gateway"], 50) - percentile(samples["direct"], 50)) * 1e3, 4),
         }
-        print(
+        line = (
             f"  {name}: direct p50 {results[name]['direct']['p50_ms']} ms, gateway p50 "
             f"{results[name]['gateway']['p50_ms']} ms, ratio {results[name]['ratio']['p50']}"
         )
+        results[name]["relay"] = summarize(samples["relay"])
+        results[name]["relay_ratio"] = ratio(samples["relay"], samples["direct"])
+        line += f"; bare relay ratio {results[name]['relay_ratio']['p50']}"
+        if "fastmcp" in samples:
+            results[name]["fastmcp"] = summarize(samples["fastmcp"])
+            results[name]["fastmcp_ratio"] = ratio(samples["fastmcp"], samples["direct"])
+            line += f"; FastMCP create_proxy p50 {results[name]['fastmcp']['p50_ms']} ms, "
+            line += f"ratio {results[name]['fastmcp_ratio']['p50']}"
+        print(line)
     return results
 
 
@@ -219,8 +239,9 @@ async def run(quick: bool, out: Path | None) -> Recorder:
     recorder = Recorder("gateway", "Gateway: overhead, start-up and tokens with real upstreams", quick, out)
     iterations, rounds = (60, 1) if quick else (400, 3)
     recorder.method = [
-        f"Overhead: {iterations} authorized tools/call per variant over stdio after a warm-up, direct and through "
-        "the gateway open at once, shuffled order each iteration; ratio = gateway p50 / direct p50 (bootstrap 95% CI).",
+        f"Overhead: {iterations} authorized tools/call per variant over stdio after a warm-up; direct, through the "
+        "gateway, through a bare line relay and (with the bench extra) through FastMCP's create_proxy, all open at "
+        "once, shuffled order each iteration; ratio = variant p50 / direct p50 (bootstrap 95% CI).",
         f"Start-up: 10 npm memory servers; {rounds} round(s) per variant; time from spawning the gateway to the "
         "client's tools/list answer; RSS of the gateway's process tree (gateway, watchdog, upstreams) then.",
         'Tokens: the gateway\'s tools/list ({"tools": [...]}, compact JSON) for memory + everything + filesystem, '
@@ -232,23 +253,29 @@ async def run(quick: bool, out: Path | None) -> Recorder:
         recorder.figures["overhead_stdio"] = overhead = await _overhead(npm, iterations, scratch)
         recorder.figures["startup_10_upstreams"] = startup = await _startup(npm, 10, rounds, scratch)
         recorder.figures["tools_list_tokens"] = await _tokens(npm, scratch)
+    plain = overhead["plain"]
+    fastmcp = f", FastMCP's create_proxy {plain['fastmcp_ratio']['p50']}x" if "fastmcp_ratio" in plain else ""
     recorder.figures["closing_note"] = (
-        "The gateway adds one MCP hop in Python (the SDK server reading the client's request, the progressive-"
-        "disclosure gate, the SDK client session to the upstream, and the answer back): a few milliseconds, about "
-        "as much as the whole direct round trip to a fast upstream, so a no-op tool's call costs about twice as "
-        "much through the gateway and the 1.25x goal is missed there; in front of a tool doing 20 ms of work the "
-        "same hop is within the goal. Measured on 2 shared cores (see load_average_before/after)."
+        "Admitted calls over stdio take the gateway's lane (gateway/_lane.py): the client's line is parsed once, the "
+        "extension admits the call as tools/call would, the call is written straight onto the upstream's pipe and "
+        "its answer validated as a CallToolResult before it is written back; everything else takes the SDK's path. "
+        f"Plain-SDK echo, p50 against direct: mcp-pd proxy {plain['ratio']['p50']}x (+{plain['added_p50_ms']} ms), "
+        f"a bare line relay that parses and checks nothing {plain['relay_ratio']['p50']}x{fastmcp}. The relay is the "
+        "floor of any extra process in the path on this machine; the Node `everything` server answers in about half "
+        "the time, so the same hop weighs more there. Measured on 2 shared cores (see load_average_before/after)."
     )
     for name, figures in overhead.items():
         value = figures["ratio"]["p50"]
+        # Issue 21: <= 1.30x for the no-op echo of a plain-SDK server; the others are reported against the same bar.
         recorder.goal(
             f"G-overhead-{name}",
             f"authorized call through the gateway / direct, p50, stdio ({name} upstream)",
-            "<= 1.25x",
+            "<= 1.30x",
             value,
             "x",
-            value <= 1.25,
-            f"+{figures['added_p50_ms']} ms per call",
+            value <= 1.30,
+            f"+{figures['added_p50_ms']} ms per call; bare relay {figures['relay_ratio']['p50']}x"
+            + (f"; FastMCP create_proxy {figures['fastmcp_ratio']['p50']}x" if "fastmcp_ratio" in figures else ""),
         )
     recorder.goal(
         "G-lazy-start",

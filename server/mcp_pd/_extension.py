@@ -336,6 +336,18 @@ class ProgressiveDisclosure:
     ) -> types.CallToolResult:
         return await self.describer.tool_call(ctx, caller, arguments)
 
+    def caller(self, ctx: ServerRequestContext[Any, Any]) -> Caller:
+        """Who sent this request, as the mode and the permission hook see it (its session key included)."""
+        return self._caller(ctx)
+
+    async def admits(self, caller: Caller, name: str) -> bool:
+        """Whether a tools/call of `name` by `caller` would reach the server's own handler now, unchanged.
+
+        Decided by the mode, as `tools/call` decides it, without side effects. For a transport that serves such a
+        call without the SDK's request path (the gateway's stdio lane); anything else goes through `tools/call`.
+        """
+        return await self.behaviour.admits(caller, name)
+
     async def _call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
         return await self.behaviour.call(ctx, self._caller(ctx), params)
 

@@ -82,6 +82,13 @@ class DisclosureMode(Protocol):
 
     async def call(self, ctx: Context, caller: Caller, params: types.CallToolRequestParams) -> Any: ...
 
+    async def admits(self, caller: Caller, name: str) -> bool:
+        """Whether `call` would hand a tools/call of `name` by `caller` to the server's own handler now, unchanged.
+
+        No side effects; False whenever in doubt (the extension's own tools, names the catalog does not hold yet).
+        """
+        ...
+
 
 class _Paged:
     """Eager and progressive list the catalog itself, page by page, skipping what the caller may not see."""
@@ -131,6 +138,10 @@ class EagerMode(_Paged):
             return (await s.disclosure.not_found_call(caller, params.name)).tool_result()
         return await s.server_call(ctx, params)
 
+    async def admits(self, caller: Caller, name: str) -> bool:
+        disclosure = self.services.disclosure
+        return name not in disclosure.own_tools and disclosure.visible(caller, name)
+
 
 class ProgressiveMode(_Paged):
     """Spec v2.1: one-liners listed; a call runs only once this caller has fetched the tool's definition."""
@@ -162,6 +173,12 @@ class ProgressiveMode(_Paged):
         if refusal is not None:
             return refusal.tool_result()
         return await s.server_call(ctx, params)
+
+    async def admits(self, caller: Caller, name: str) -> bool:
+        disclosure = self.services.disclosure
+        if name in disclosure.own_tools or name not in disclosure.catalog:
+            return False
+        return await disclosure.gate(caller, name, lambda: {}) is None
 
 
 class CatalogMode(ProgressiveMode):

@@ -78,6 +78,11 @@ def _parser() -> argparse.ArgumentParser:
         "--bearer-tokens", type=Path, metavar="FILE", help="HTTP: require these bearer tokens; grants per principal"
     )
     proxy.add_argument(
+        "--no-lane",
+        action="store_true",
+        help="stdio: send every call through the SDK's request path (no fast lane for admitted calls)",
+    )
+    proxy.add_argument(
         "--no-metrics", action="store_true", help="HTTP: do not serve GET /metrics (on with the metrics extra)"
     )
     proxy.add_argument(
@@ -166,8 +171,14 @@ async def _serve(args: argparse.Namespace, configs: list[UpstreamConfig], pool: 
         pool.task_group.start_soon(_watch_config, args, pool)
     if args.transport == "stdio":
         options = server.create_initialization_options(NotificationOptions(tools_changed=True))
-        async with pipe_stdio() as (read, write):
+        from ._lane import StdioLane
+
+        # Admitted calls over stdio skip the SDK's request path (gateway/_lane.py; the README says what it takes).
+        lane = None if args.no_lane else StdioLane(gateway, _pd)
+        async with pipe_stdio(lane) as (read, write):
             await server.run(read, write, options)
+        if lane is not None:
+            print(f"mcp-pd proxy: the stdio lane answered {lane.taken} call(s)", file=sys.stderr)
         return
     import uvicorn
 

@@ -270,17 +270,21 @@ class Upstream:
         """
         for attempt in range(2):
             session = await self.ensure()
-            wire_meta = cast(types.RequestParamsMeta, dict(meta)) if meta else None
-            request = types.CallToolRequest(
-                params=types.CallToolRequestParams(name=name, arguments=arguments, _meta=wire_meta)
-            )
+            process = self.process
             try:
-                result = await session.send_request(
-                    request,
-                    types.CallToolResult,
-                    request_read_timeout_seconds=self.pool.call_timeout,
-                    progress_callback=progress,
-                )
+                if process is not None and progress is None and self.config.url is None:
+                    result = await self._call_on_pipe(process, name, arguments, meta)
+                else:
+                    wire_meta = cast(types.RequestParamsMeta, dict(meta)) if meta else None
+                    request = types.CallToolRequest(
+                        params=types.CallToolRequestParams(name=name, arguments=arguments, _meta=wire_meta)
+                    )
+                    result = await session.send_request(
+                        request,
+                        types.CallToolResult,
+                        request_read_timeout_seconds=self.pool.call_timeout,
+                        progress_callback=progress,
+                    )
             except MCPError as exc:
                 if attempt == 0 and self.config.url is not None and session_forgotten(exc):
                     self.recycle(f"forgot the session ({exc.message})", reinit=True)
@@ -299,6 +303,31 @@ class Upstream:
                 continue
             return result
         raise UpstreamUnavailable(self.name, f"kept refusing '{name}' after the gateway re-read its description")
+
+    async def _call_on_pipe(
+        self, process: StdioProcess, name: str, arguments: dict[str, Any] | None, meta: Mapping[str, Any] | None
+    ) -> types.CallToolResult:
+        """The hot path over stdio: the call written straight onto the pipe, its answer validated as the SDK would.
+
+        Most of a call's cost through the SDK's client session is building and dumping models for a message the
+        gateway already holds as plain data. Failures are raised as the SDK raises them (MCPError with its codes,
+        ValidationError for a malformed result), so one classification serves both paths. Calls that report
+        progress keep the session, which routes the upstream's progress notifications.
+        """
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        if meta:
+            params["_meta"] = dict(meta)
+        try:
+            response = await process.request("tools/call", params, timeout=self.pool.call_timeout)
+        except TimeoutError:
+            raise MCPError(code=types.REQUEST_TIMEOUT, message="Request 'tools/call' timed out") from None
+        except ConnectionError:
+            raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed") from None
+        if "error" in response:
+            raise MCPError.from_error_data(types.ErrorData.model_validate(response["error"]))
+        return types.CallToolResult.model_validate(response["result"], by_name=False)
 
     async def _await_new_session(self, old: ClientSession) -> None:
         with anyio.move_on_after(self.pool.start_timeout + 1):

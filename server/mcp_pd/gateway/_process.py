@@ -3,7 +3,9 @@
 Each stdio upstream runs in its own process group (so a tree such as `npx` -> `node` is stopped as one) with
 PR_SET_PDEATHSIG on Linux (so the direct child dies with the gateway even before anything else can act), and
 every group is registered with a watchdog process that kills what is left if the gateway dies without
-reaping (SIGKILL included). Knows nothing about MCP beyond framing JSON-RPC lines.
+reaping (SIGKILL included). `request` is the hot path's own lane onto the pipe: one JSON-RPC request written and its
+response handed back as parsed JSON, without the SDK's session in between (the session keeps every other message).
+Knows nothing about MCP beyond framing JSON-RPC lines.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import itertools
+import json
 import logging
 import os
 import signal
@@ -20,7 +24,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Final, TextIO
+from typing import Any, Final, TextIO
 
 import anyio
 import mcp_types as types
@@ -42,6 +46,14 @@ _POLL: Final = 0.02
 _EXIT_POLL: Final = 0.25
 _PR_SET_PDEATHSIG: Final = 1
 _READ_CHUNK: Final = 1 << 16
+# Ids of the requests sent by `request`: strings, never the SDK session's integers, so the two cannot collide.
+_LANE_ID: Final = "mcp-pd-lane-"
+_LANE_MARK: Final = _LANE_ID.encode()
+
+
+def _expire(answer: asyncio.Future[dict[str, Any]]) -> None:
+    if not answer.done():
+        answer.set_exception(TimeoutError())
 
 
 class Watchdog:
@@ -132,6 +144,9 @@ class StdioProcess:
         self.exited = anyio.Event()
         self.noise = 0
         self._stderr: deque[str] = deque(maxlen=20)
+        self._stdin: asyncio.StreamWriter | None = None
+        self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._ids = itertools.count(1)
         self._context: (
             contextlib.AbstractAsyncContextManager[
                 tuple[MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]]
@@ -180,6 +195,7 @@ class StdioProcess:
             preexec_fn=_die_with_parent(os.getpid()),
         )
         self.pid = proc.pid
+        self._stdin = proc.stdin
         self.watchdog.register(proc.pid)
         read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
@@ -196,9 +212,76 @@ class StdioProcess:
                         await self._stop(proc)
                     tg.cancel_scope.cancel()
         finally:
+            self._stdin = None
+            self._abandon()
             for stream in (read_writer, read_stream, write_stream, write_reader):
                 stream.close()
             self.watchdog.unregister(proc.pid)
+
+    # -- the lane: one request straight onto the pipe ------------------------------------------------
+    async def request(self, method: str, params: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+        """Write one JSON-RPC request and return its response object (with `result` or `error`).
+
+        Raises ConnectionError when the pipe is closed or closes before the answer, TimeoutError after `timeout`
+        seconds; on a timeout or a cancellation the upstream is sent `notifications/cancelled`, as the SDK does.
+        """
+        stdin = self._stdin
+        if stdin is None or stdin.is_closing():
+            raise ConnectionError("the upstream's pipe is closed")
+        request_id = f"{_LANE_ID}{next(self._ids)}"
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[dict[str, Any]] = loop.create_future()
+        self._waiting[request_id] = answer
+        # A timer on the future rather than a cancel scope: on the hot path, a scope costs more than the write.
+        expiry = loop.call_later(timeout, _expire, answer)
+        line = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        try:
+            try:
+                stdin.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
+            except (BrokenPipeError, ConnectionResetError, RuntimeError) as exc:
+                raise ConnectionError(f"the upstream's pipe is closed ({exc})") from None
+            try:
+                return await answer
+            except TimeoutError:
+                self._cancel(request_id, f"timed out after {timeout}s")
+                raise
+            except anyio.get_cancelled_exc_class():
+                self._cancel(request_id, "the caller cancelled the request")
+                raise
+        finally:
+            expiry.cancel()
+            self._waiting.pop(request_id, None)
+
+    def _cancel(self, request_id: str, reason: str) -> None:
+        stdin = self._stdin
+        if stdin is None or stdin.is_closing():
+            return
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": reason},
+        }
+        with contextlib.suppress(OSError, RuntimeError):
+            stdin.write(json.dumps(note, separators=(",", ":")).encode() + b"\n")
+
+    def _answered(self, line: bytes) -> bool:
+        """True when `line` answers a request of the lane (and hands it over)."""
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return False
+        request_id = message.get("id") if isinstance(message, dict) else None
+        waiting = self._waiting.get(request_id) if isinstance(request_id, str) else None
+        if waiting is None or not ("result" in message or "error" in message):
+            return False
+        if not waiting.done():
+            waiting.set_result(message)
+        return True
+
+    def _abandon(self) -> None:
+        for waiting in self._waiting.values():
+            if not waiting.done():
+                waiting.set_exception(ConnectionError("the upstream closed the connection"))
 
     async def _read_stdout(
         self, proc: asyncio.subprocess.Process, sink: MemoryObjectSendStream[SessionMessage | Exception]
@@ -212,6 +295,8 @@ class StdioProcess:
                 while (end := buffer.find(b"\n", start)) >= 0:
                     line = bytes(buffer[start:end])
                     start = end + 1
+                    if self._waiting and _LANE_MARK in line and self._answered(line):
+                        continue
                     if line.strip():
                         message = self._parse(line)
                         if message is not None:
@@ -220,6 +305,7 @@ class StdioProcess:
                             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                                 return
                 del buffer[:start]
+        self._abandon()  # EOF: nothing more will be answered
 
     def _parse(self, line: bytes) -> SessionMessage | None:
         try:

@@ -7,7 +7,7 @@ constructs it): describe-before-call is enforced here, per client session, while
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -26,7 +26,7 @@ from mcp_pd._version import VERSION
 from ._names import Route, assign_names
 from ._pool import Upstream, UpstreamPool, UpstreamUnavailable
 
-__all__ = ["UPSTREAM_UNAVAILABLE", "CachedServer", "Gateway", "build_gateway"]
+__all__ = ["UPSTREAM_UNAVAILABLE", "CachedServer", "Gateway", "build_gateway", "forwarded_meta"]
 
 logger = logging.getLogger("mcp_pd.gateway")
 
@@ -42,7 +42,7 @@ class CachedServer:
     instructions: str | None = None
 
 
-def _forwarded_meta(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def forwarded_meta(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The client's `_meta` minus what belongs to its own hop (its progress token, the protocol's reserved keys)."""
     if not meta:
         return None
@@ -83,6 +83,8 @@ class Gateway:
         self.routes: dict[str, Route] = {}
         self.listing: list[types.Tool] = []
         self.pd: ProgressiveDisclosure | None = None
+        # Told of every call the extension let through, before it runs (the stdio lane learns its caller there).
+        self.call_observers: list[Callable[[ServerRequestContext[Any, Any], str], None]] = []
         self.rebuild()
         pool.listeners.append(self._upstream_changed)
 
@@ -159,25 +161,37 @@ class Gateway:
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        route = self.routes.get(params.name)
+        for observe in self.call_observers:
+            observe(ctx, params.name)
+        meta = forwarded_meta(cast(Mapping[str, Any] | None, params.meta))
+        return await self.run(params.name, params.arguments, meta=meta, progress=_progress_forwarder(ctx))
+
+    async def run(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        meta: Mapping[str, Any] | None = None,
+        progress: ProgressFnT | None = None,
+    ) -> types.CallToolResult:
+        """An admitted call of the served `name`: its upstream's result, or a refusal saying why there is none.
+
+        Raises MCPError when the upstream answered with a JSON-RPC error (passed on as it is).
+        """
+        route = self.routes.get(name)
         if route is None:
-            message = f"Tool '{params.name}' is not served by any upstream."
+            message = f"Tool '{name}' is not served by any upstream."
             return Refusal(ErrorCode.TOOL_NOT_FOUND, message).tool_result()
         upstream = self.pool[route.server]
         try:
-            return await upstream.call(
-                route.tool,
-                params.arguments,
-                meta=_forwarded_meta(cast(Mapping[str, Any] | None, params.meta)),
-                progress=_progress_forwarder(ctx),
-            )
+            return await upstream.call(route.tool, arguments, meta=meta, progress=progress)
         except UpstreamUnavailable as exc:
             wait: dict[str, Any] = {} if exc.retry_in is None else {"retry_after_seconds": round(exc.retry_in, 1)}
             return Refusal(
                 UPSTREAM_UNAVAILABLE,
-                f"Tool '{params.name}' could not be run: {exc}.",
+                f"Tool '{name}' could not be run: {exc}.",
                 server=exc.server,
-                tool=params.name,
+                tool=name,
                 reason=exc.reason,
                 retryable=True,
                 **wait,

@@ -2,7 +2,8 @@
 
 The SDK's `stdio_server` reads stdin and writes stdout through worker threads (two hand-offs per request); for a
 gateway every request is on the hot path, so the same framing is fed from asyncio pipe transports instead. Falls
-back to the SDK's own streams when stdin or stdout is not a pipe (e.g. a regular file).
+back to the SDK's own streams when stdin or stdout is not a pipe (e.g. a regular file). A lane (the gateway's
+`StdioLane`) may be offered each line first and answer it itself.
 """
 
 from __future__ import annotations
@@ -10,31 +11,35 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from mcp.server.stdio import stdio_server
 
-__all__ = ["pipe_stdio"]
+__all__ = ["Lane", "pipe_stdio"]
 
 _LINE_LIMIT = 1 << 26  # one JSON-RPC message per line; large results are legitimate
 
 
 class _Lines:
-    """`async for line in ...` over a StreamReader (what stdio_server expects of its stdin)."""
+    """`async for line in ...` over a StreamReader (what stdio_server expects of its stdin), minus what `take`
+    answers itself."""
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    def __init__(self, reader: asyncio.StreamReader, take: Take | None) -> None:
         self._reader = reader
+        self._take = take
 
     def __aiter__(self) -> _Lines:
         return self
 
     async def __anext__(self) -> str:
-        line = await self._reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
+        while True:
+            line = await self._reader.readline()
+            if not line:
+                raise StopAsyncIteration
+            if self._take is None or not await self._take(line):
+                return line.decode("utf-8", errors="replace")
 
 
 class _Writer:
@@ -49,10 +54,31 @@ class _Writer:
     async def flush(self) -> None:
         await self._writer.drain()
 
+    async def line(self, data: bytes) -> None:
+        """One whole line at once: lines written by the lane and by the SDK never interleave."""
+        self._writer.write(data)
+        await self._writer.drain()
+
+
+class Lane(Protocol):
+    """Answers some requests itself, before the SDK sees them (the gateway's `StdioLane`)."""
+
+    def attach(self, write: Callable[[bytes], Awaitable[None]]) -> None: ...
+
+    async def offer(self, line: bytes) -> bool: ...
+
+    async def aclose(self) -> None: ...
+
+
+Take = Callable[[bytes], Awaitable[bool]]
+
 
 @asynccontextmanager
-async def pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
-    """The (read, write) streams of `stdio_server`, over asyncio pipes when stdin and stdout are pipes."""
+async def pipe_stdio(lane: Lane | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    """The (read, write) streams of `stdio_server`, over asyncio pipes when stdin and stdout are pipes.
+
+    `lane` is offered each line first (only over pipes); what it takes never reaches the streams.
+    """
     loop = asyncio.get_running_loop()
     try:
         reader = asyncio.StreamReader(limit=_LINE_LIMIT)
@@ -69,6 +95,13 @@ async def pipe_stdio() -> AsyncIterator[tuple[Any, Any]]:
         async with stdio_server() as streams:
             yield streams
         return
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    async with stdio_server(stdin=cast(Any, _Lines(reader)), stdout=cast(Any, _Writer(writer))) as streams:
-        yield streams
+    out = _Writer(asyncio.StreamWriter(transport, protocol, None, loop))
+    if lane is not None:
+        lane.attach(out.line)
+    lines = _Lines(reader, lane.offer if lane is not None else None)
+    try:
+        async with stdio_server(stdin=cast(Any, lines), stdout=cast(Any, out)) as streams:
+            yield streams
+    finally:
+        if lane is not None:
+            await lane.aclose()

@@ -1,0 +1,161 @@
+"""The stdio lane: an admitted `tools/call` served without the SDK's request path, to keep the hop light.
+
+Over stdio most of the gateway's time per call was the SDK turning one small JSON line into request models,
+contexts and tasks, and back. The lane looks at each line the client sends before the SDK does. It takes only a
+plain `tools/call` (handshake era, no progress token, none of the protocol's reserved `_meta` keys) of a tool routed
+to a running upstream, and only when the extension `admits` the call for this client's session right now, the same
+decision `tools/call` makes. Then it runs `Gateway.run` (the call the SDK path would have made) and writes the
+answer itself. Everything else, refusals included, goes on to the SDK unchanged and in order. The lane learns
+who the client is from the first call the SDK path lets through, so nothing is taken before then.
+
+Knows nothing about grants, modes or upstream processes: it asks the extension and the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_pd import Caller, ProgressiveDisclosure
+
+from ._server import Gateway, forwarded_meta
+
+__all__ = ["StdioLane"]
+
+logger = logging.getLogger("mcp_pd.gateway")
+
+_CALL: Final = b'"tools/call"'
+_CANCELLED: Final = b'"notifications/cancelled"'
+_RESERVED_META: Final = "io.modelcontextprotocol/"
+
+Write = Callable[[bytes], Awaitable[None]]
+
+
+class StdioLane:
+    """Offered each line from the client (`await offer(line)`): True when it took the line and will answer it."""
+
+    def __init__(self, gateway: Gateway, pd: ProgressiveDisclosure) -> None:
+        self.gateway = gateway
+        self.pd = pd
+        self.caller: Caller | None = None
+        self.taken = 0  # calls served by the lane (the benchmark and the tests read it)
+        self._write: Write | None = None
+        self._running: dict[tuple[type, int | str], asyncio.Task[None]] = {}
+        gateway.call_observers.append(self._learn)
+
+    def attach(self, write: Write) -> None:
+        """Where answers go: one complete JSON-RPC line per call (the same pipe the SDK writes to)."""
+        self._write = write
+
+    def _learn(self, ctx: ServerRequestContext[Any, Any], name: str) -> None:
+        # A permission hook or a custom session key may look at each request: such servers keep the SDK path.
+        if self.caller is not None or self.pd.permission is not None or self.pd.sessions.policy.session_key:
+            return
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self.caller = self.pd.caller(ctx)
+
+    async def offer(self, line: bytes) -> bool:
+        if self.caller is None or self._write is None or (_CALL not in line and _CANCELLED not in line):
+            return False
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            return False
+        params = message.get("params")
+        if not isinstance(params, dict):
+            return False
+        if message.get("method") == "notifications/cancelled":
+            return self._cancel(params.get("requestId"))
+        call = _plain_call(message, params)
+        if call is None:
+            return False
+        request_id, name, arguments, meta = call
+        upstream = self._upstream_of(name)
+        if upstream is None or not await self.pd.admits(self.caller, name):
+            return False
+        key = (type(request_id), request_id)
+        if key in self._running:
+            return False  # a duplicate id in flight: the SDK answers that
+        task = asyncio.create_task(self._serve(request_id, name, arguments, meta))
+        self._running[key] = task
+        task.add_done_callback(lambda _: self._running.pop(key, None))
+        self.taken += 1
+        return True
+
+    def _upstream_of(self, name: str) -> object | None:
+        """The upstream that would serve `name` now over its pipe (None: let the SDK path handle it)."""
+        route = self.gateway.routes.get(name)
+        if route is None:
+            return None
+        upstream = self.gateway.pool.upstreams.get(route.server)
+        if upstream is None or upstream.state != "ready" or upstream.process is None or upstream.config.url:
+            return None
+        return upstream
+
+    def _cancel(self, request_id: object) -> bool:
+        if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+            return False
+        task = self._running.get((type(request_id), request_id))
+        if task is None:
+            return False
+        task.cancel()  # the upstream is told in turn; a cancelled request gets no answer
+        return True
+
+    async def _serve(
+        self, request_id: int | str, name: str, arguments: dict[str, Any] | None, meta: dict[str, Any] | None
+    ) -> None:
+        answer: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+        try:
+            result = await self.gateway.run(name, arguments, meta=meta)
+            answer["result"] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        except MCPError as exc:
+            answer["error"] = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
+        except Exception as exc:
+            logger.exception("the call to %r failed in the gateway", name)
+            answer["error"] = {"code": types.INTERNAL_ERROR, "message": f"Tool '{name}' failed in the gateway: {exc}"}
+        assert self._write is not None
+        await self._write(json.dumps(answer, separators=(",", ":")).encode() + b"\n")
+
+    async def aclose(self) -> None:
+        """Cancel what is still running (the client went away)."""
+        tasks = list(self._running.values())
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _plain_call(
+    message: dict[str, Any], params: dict[str, Any]
+) -> tuple[int | str, str, dict[str, Any] | None, dict[str, Any] | None] | None:
+    """(id, name, arguments, forwarded _meta) of a tools/call the lane may take, else None."""
+    request_id = message.get("id")
+    if message.get("method") != "tools/call" or isinstance(request_id, bool):
+        return None
+    if not isinstance(request_id, int | str):
+        return None
+    name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
+    if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
+        return None
+    if meta is not None and not _plain_meta(meta):
+        return None
+    if set(params) - {"name", "arguments", "_meta"}:
+        return None  # fields this lane does not know (task-augmented calls, say): the SDK path handles them
+    return request_id, name, arguments, forwarded_meta(meta)
+
+
+def _plain_meta(meta: object) -> bool:
+    """A `_meta` with no progress token and none of the protocol's reserved keys (a 2026 request carries some)."""
+    if not isinstance(meta, dict):
+        return False
+    return "progressToken" not in meta and not any(str(k).startswith(_RESERVED_META) for k in meta)
