@@ -114,17 +114,20 @@ class StdioLane:
     async def _serve(
         self, request_id: int | str, name: str, arguments: dict[str, Any] | None, meta: dict[str, Any] | None
     ) -> None:
-        answer: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+        head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode()
         try:
             result = await self.gateway.run(name, arguments, meta=meta)
-            answer["result"] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+            # Serialized by pydantic-core straight to JSON: the same fields the SDK path sends, in a fraction of
+            # the time of a dict and json.dumps.
+            body = b',"result":' + result.model_dump_json(by_alias=True, exclude_none=True).encode()
         except MCPError as exc:
-            answer["error"] = exc.error.model_dump(by_alias=True, mode="json", exclude_none=True)
+            body = b',"error":' + exc.error.model_dump_json(by_alias=True, exclude_none=True).encode()
         except Exception as exc:
             logger.exception("the call to %r failed in the gateway", name)
-            answer["error"] = {"code": types.INTERNAL_ERROR, "message": f"Tool '{name}' failed in the gateway: {exc}"}
+            error = {"code": types.INTERNAL_ERROR, "message": f"Tool '{name}' failed in the gateway: {exc}"}
+            body = b',"error":' + json.dumps(error).encode()
         assert self._write is not None
-        await self._write(json.dumps(answer, separators=(",", ":")).encode() + b"\n")
+        await self._write(head + body + b"}\n")
 
     async def aclose(self) -> None:
         """Cancel what is still running (the client went away)."""
