@@ -341,11 +341,8 @@ class ProgressiveDisclosure:
         return self._caller(ctx)
 
     async def admits(self, caller: Caller, name: str) -> bool:
-        """Whether a tools/call of `name` by `caller` would reach the server's own handler now, unchanged.
-
-        Decided by the mode, as `tools/call` decides it, without side effects. For a transport that serves such a
-        call without the SDK's request path (the gateway's stdio lane); anything else goes through `tools/call`.
-        """
+        """Whether a tools/call of `name` by `caller` would reach the server's own handler now, unchanged: the
+        mode's decision, without side effects (for the gateway's stdio lane, which then skips the SDK's path)."""
         return await self.behaviour.admits(caller, name)
 
     async def _call_tool(self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> Any:
