@@ -1,5 +1,5 @@
 """The size limits that keep one concept per module in server/mcp_pd (issue 20): a module that outgrows them is
-holding a second concept that wants its own home."""
+holding a second concept that wants its own home; and imports run one way (the floors of docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -33,3 +33,58 @@ def test_no_class_outgrows_its_concept() -> None:
                 if lines > CLASS_LINES:
                     big[f"{path.relative_to(PACKAGE).as_posix()}:{node.name}"] = lines
     assert big == {}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["mcp_pd", *parts])
+
+
+def _imports_at_load(path: Path, name: str) -> set[str]:
+    """mcp_pd modules `path` imports when it is loaded (not inside functions, not under TYPE_CHECKING)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            if base == "mcp_pd" or base.startswith("mcp_pd."):
+                found.add(base)
+                found.update(f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("mcp_pd"))
+    return found
+
+
+def test_imports_run_one_way_no_cycles() -> None:
+    """The floors of docs/architecture.md: no module imports, at load time, one that (indirectly) imports it."""
+    paths = {_module_name(p): p for p in _modules()}
+    graph = {
+        name: {m for m in _imports_at_load(path, name) if m in paths and m != name} for name, path in paths.items()
+    }
+    # A package's __init__ re-exports its modules: an edge into the package is an edge into what it re-exports,
+    # so the package itself is left out of the cycle search (its own imports are still checked).
+    packages = {name for name, path in paths.items() if path.name == "__init__.py"}
+    order: list[str] = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        if state.get(node) == 2:
+            return
+        assert state.get(node) != 1, "import cycle: " + " -> ".join([*trail, node])
+        state[node] = 1
+        for target in sorted(graph[node] - packages):
+            visit(target, [*trail, node])
+        state[node] = 2
+        order.append(node)
+
+    for name in sorted(set(graph) - packages):
+        visit(name, [])
+    assert len(order) > 40
