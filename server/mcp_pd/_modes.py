@@ -176,9 +176,11 @@ class ProgressiveMode(_Paged):
 
     async def admits(self, caller: Caller, name: str) -> bool:
         disclosure = self.services.disclosure
-        if name in disclosure.own_tools or name not in disclosure.catalog:
+        # Checked here, not left to the gate: its refusals for these build documents (suggestions, SESSION_REQUIRED)
+        # that a yes-or-no question does not need.
+        if caller.session is None or name in disclosure.own_tools or name not in disclosure.catalog:
             return False
-        return await disclosure.gate(caller, name, lambda: {}) is None
+        return await disclosure.gate(caller, name, dict) is None
 
 
 class CatalogMode(ProgressiveMode):

@@ -2,11 +2,11 @@
 
 Over stdio most of the gateway's time per call was the SDK turning one small JSON line into request models,
 contexts and tasks, and back. The lane looks at each line the client sends before the SDK does. It takes only a
-plain `tools/call` (handshake era, no progress token, none of the protocol's reserved `_meta` keys) of a tool routed
-to a running upstream, and only when the extension `admits` the call for this client's session right now, the same
-decision `tools/call` makes. Then it runs `Gateway.run` (the call the SDK path would have made) and writes the
-answer itself. Everything else, refusals included, goes on to the SDK unchanged and in order. The lane learns
-who the client is from the first call the SDK path lets through, so nothing is taken before then.
+plain `tools/call` (handshake era, no progress token, none of the protocol's reserved `_meta` keys), and only when
+the extension `admits` the call for this client's session right now, the same decision `tools/call` makes. Then it
+runs `Gateway.run` (the call the SDK path would have made) and writes the answer itself. Everything else, refusals
+included, goes on to the SDK unchanged and in order. The lane learns who the client is from the first call the SDK
+path lets through, so nothing is taken before then.
 
 Knows nothing about grants, modes or upstream processes: it asks the extension and the gateway.
 """
@@ -26,7 +26,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_pd import Caller, ProgressiveDisclosure
 
-from ._server import Gateway, forwarded_meta
+from ._server import Gateway, hop_key
 
 __all__ = ["StdioLane"]
 
@@ -34,7 +34,6 @@ logger = logging.getLogger("mcp_pd.gateway")
 
 _CALL: Final = b'"tools/call"'
 _CANCELLED: Final = b'"notifications/cancelled"'
-_RESERVED_META: Final = "io.modelcontextprotocol/"
 
 Write = Callable[[bytes], Awaitable[None]]
 
@@ -80,8 +79,7 @@ class StdioLane:
         if call is None:
             return False
         request_id, name, arguments, meta = call
-        upstream = self._upstream_of(name)
-        if upstream is None or not await self.pd.admits(self.caller, name):
+        if not await self.pd.admits(self.caller, name):
             return False
         key = (type(request_id), request_id)
         if key in self._running:
@@ -91,16 +89,6 @@ class StdioLane:
         task.add_done_callback(lambda _: self._running.pop(key, None))
         self.taken += 1
         return True
-
-    def _upstream_of(self, name: str) -> object | None:
-        """The upstream that would serve `name` now over its pipe (None: let the SDK path handle it)."""
-        route = self.gateway.routes.get(name)
-        if route is None:
-            return None
-        upstream = self.gateway.pool.upstreams.get(route.server)
-        if upstream is None or upstream.state != "ready" or upstream.process is None or upstream.config.url:
-            return None
-        return upstream
 
     def _cancel(self, request_id: object) -> bool:
         if isinstance(request_id, bool) or not isinstance(request_id, int | str):
@@ -150,15 +138,10 @@ def _plain_call(
     name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
     if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
         return None
-    if meta is not None and not _plain_meta(meta):
+    # A key of the client's own hop means progress to forward or a 2026 request: the SDK path handles those, so
+    # what the lane forwards is the whole `_meta`.
+    if meta is not None and (not isinstance(meta, dict) or any(hop_key(str(k)) for k in meta)):
         return None
     if set(params) - {"name", "arguments", "_meta"}:
         return None  # fields this lane does not know (task-augmented calls, say): the SDK path handles them
-    return request_id, name, arguments, forwarded_meta(meta)
-
-
-def _plain_meta(meta: object) -> bool:
-    """A `_meta` with no progress token and none of the protocol's reserved keys (a 2026 request carries some)."""
-    if not isinstance(meta, dict):
-        return False
-    return "progressToken" not in meta and not any(str(k).startswith(_RESERVED_META) for k in meta)
+    return request_id, name, arguments, meta or None

@@ -51,6 +51,11 @@ _LANE_ID: Final = "mcp-pd-lane-"
 _LANE_MARK: Final = _LANE_ID.encode()
 
 
+def _frame(message: dict[str, Any]) -> bytes:
+    """One JSON-RPC message as one line on the pipe."""
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
 def _expire(answer: asyncio.Future[dict[str, Any]]) -> None:
     if not answer.done():
         answer.set_exception(TimeoutError())
@@ -234,10 +239,9 @@ class StdioProcess:
         self._waiting[request_id] = answer
         # A timer on the future rather than a cancel scope: on the hot path, a scope costs more than the write.
         expiry = loop.call_later(timeout, _expire, answer)
-        line = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         try:
             try:
-                stdin.write(json.dumps(line, separators=(",", ":")).encode() + b"\n")
+                stdin.write(_frame({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
             except (BrokenPipeError, ConnectionResetError, RuntimeError) as exc:
                 raise ConnectionError(f"the upstream's pipe is closed ({exc})") from None
             try:
@@ -262,7 +266,7 @@ class StdioProcess:
             "params": {"requestId": request_id, "reason": reason},
         }
         with contextlib.suppress(OSError, RuntimeError):
-            stdin.write(json.dumps(note, separators=(",", ":")).encode() + b"\n")
+            stdin.write(_frame(note))
 
     def _answered(self, line: bytes) -> bool:
         """True when `line` answers a request of the lane (and hands it over)."""

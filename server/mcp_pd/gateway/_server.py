@@ -26,7 +26,7 @@ from mcp_pd._version import VERSION
 from ._names import Route, assign_names
 from ._pool import Upstream, UpstreamPool, UpstreamUnavailable
 
-__all__ = ["UPSTREAM_UNAVAILABLE", "CachedServer", "Gateway", "build_gateway", "forwarded_meta"]
+__all__ = ["UPSTREAM_UNAVAILABLE", "CachedServer", "Gateway", "build_gateway", "forwarded_meta", "hop_key"]
 
 logger = logging.getLogger("mcp_pd.gateway")
 
@@ -42,15 +42,16 @@ class CachedServer:
     instructions: str | None = None
 
 
+def hop_key(key: str) -> bool:
+    """A `_meta` key that belongs to the client's own hop (its progress token, the protocol's reserved keys)."""
+    return key in ("progressToken", "progress_token") or key.startswith(_RESERVED_META)
+
+
 def forwarded_meta(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The client's `_meta` minus what belongs to its own hop (its progress token, the protocol's reserved keys)."""
+    """The client's `_meta` minus what belongs to its own hop."""
     if not meta:
         return None
-    kept = {
-        k: v
-        for k, v in meta.items()
-        if k not in ("progressToken", "progress_token") and not k.startswith(_RESERVED_META)
-    }
+    kept = {k: v for k, v in meta.items() if not hop_key(k)}
     return kept or None
 
 
