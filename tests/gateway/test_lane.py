@@ -125,6 +125,93 @@ async def test_a_hang_a_crash_and_a_cancellation_on_the_lane(tmp_path: Path, mar
     assert count >= 3  # hang, slow, crash at least
 
 
+async def test_a_progressive_upstream_that_forgot_its_grant_is_asked_again(tmp_path: Path, mark: str) -> None:
+    # The upstream forgets the gateway's grants after 1 s idle: the next call comes back refused there, and the
+    # gateway re-reads the definition and retries, on the lane as on the SDK path.
+    upstream = stdio(sys.executable, str(Path(__file__).with_name("forgetful_server.py")), mark=mark)
+    config = write_config(tmp_path / "servers.json", {"forgetful": upstream})
+    outcomes: dict[str, list[dict[str, Any]]] = {}
+    for variant, extra in (("lane", ()), ("sdk", ("--no-lane",))):
+        log = tmp_path / f"{variant}.log"
+        with log.open("w") as errlog:
+            params = gateway_params("--config", str(config), *extra)
+            async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as client:  # type: ignore[arg-type]
+                await describe(client, "shout")
+                seen = [await _outcome(client, "shout", {"text": "one"})]  # the SDK path; the lane learns
+                seen.append(await _outcome(client, "shout", {"text": "two"}))
+                await anyio.sleep(1.6)  # the upstream's grant lapses
+                seen.append(await _outcome(client, "shout", {"text": "three"}))
+        outcomes[variant] = seen
+        assert [o["content"][0]["text"] for o in seen] == ["ONE", "TWO", "THREE"], seen
+    assert outcomes["lane"] == outcomes["sdk"]
+    assert _lane_count(tmp_path / "lane.log") == 2
+
+
+async def test_a_client_slow_to_read_still_gets_every_answer(tmp_path: Path, mark: str) -> None:
+    # 60 answers of 20 kB each while the client reads nothing: the pipe fills, and the lane must wait to write
+    # (the SDK's way) instead of piling answers up or losing any.
+    config = write_config(tmp_path / "servers.json", {"plain": stdio(sys.executable, str(PLAIN), mark=mark)})
+    params = gateway_params("--config", str(config))
+    proc = await anyio.open_process([params.command, *params.args], env=params.env)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    buffered = b""
+
+    async def send(message: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        await proc.stdin.send(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+
+    async def answer(request_id: int) -> dict[str, Any]:
+        nonlocal buffered
+        assert proc.stdout is not None
+        while True:
+            while b"\n" in buffered:
+                line, buffered = buffered.split(b"\n", 1)
+                message = json.loads(line)
+                if message.get("id") == request_id:
+                    return dict(message)
+            buffered += await proc.stdout.receive()
+
+    client = {"name": "slow-reader", "version": "1"}
+    try:
+        with anyio.fail_after(60):
+            await send(
+                {
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client},
+                }
+            )
+            await answer(1)
+            await send({"method": "notifications/initialized"})
+            await send(
+                {
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {"name": "describe_tools", "arguments": {"tools": ["echo"]}},
+                }
+            )
+            assert not (await answer(2))["result"].get("isError")
+            await send({"id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "learn"}}})
+            assert (await answer(3))["result"]["content"][0]["text"] == "learn"
+            texts = {100 + i: f"{i:03d}" + "x" * 20_000 for i in range(60)}
+            for request_id, text in texts.items():
+                await send(
+                    {"id": request_id, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}}
+                )
+            await anyio.sleep(1.0)  # nothing read meanwhile
+            for request_id, text in texts.items():
+                result = (await answer(request_id))["result"]
+                assert result["content"][0]["text"] == text
+    finally:
+        await proc.stdin.aclose()
+        with anyio.fail_after(15):
+            await proc.wait()
+    assert proc.stderr is not None
+    stderr = (await proc.stderr.receive(1 << 20)).decode(errors="replace")
+    assert "the stdio lane answered 60 call(s)" in stderr
+
+
 async def test_a_2026_client_is_served_on_the_sdk_path(tmp_path: Path, mark: str) -> None:
     async with _gateway(tmp_path, mark, mode="2026-07-28") as (client, log):
         await describe(client, "echo")

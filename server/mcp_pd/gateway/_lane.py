@@ -3,8 +3,10 @@
 Over stdio most of the gateway's time per call was the SDK turning one small JSON line into request models,
 contexts and tasks, and back. The lane looks at each line the client sends before the SDK does. It takes only a
 plain `tools/call` (handshake era, no progress token, none of the protocol's reserved `_meta` keys), and only when
-the extension `admits` the call for this client's session right now, the same decision `tools/call` makes. Then it
-runs `Gateway.run` (the call the SDK path would have made) and writes the answer itself. Everything else, refusals
+the extension `admits` the call for this client's session right now, the same decision `tools/call` makes. When
+the tool's upstream is a ready stdio process, the call is written onto its pipe at once and a clean result is
+answered from the pipe's reader, with no task in between; anything else (an error, a timeout, a refusal to retry,
+an upstream not ready) goes through the same code as `Gateway.run`, which the SDK path calls. Everything else, refusals
 included, goes on to the SDK unchanged and in order. The lane learns who the client is from the first call the SDK
 path lets through, so nothing is taken before then.
 
@@ -16,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from collections.abc import Awaitable, Coroutine
+from typing import Any, Final, Protocol
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -26,6 +28,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_pd import Caller, ProgressiveDisclosure
 
+from ._process import Pending
 from ._server import Gateway, hop_key
 
 __all__ = ["StdioLane"]
@@ -35,7 +38,18 @@ logger = logging.getLogger("mcp_pd.gateway")
 _CALL: Final = b'"tools/call"'
 _CANCELLED: Final = b'"notifications/cancelled"'
 
-Write = Callable[[bytes], Awaitable[None]]
+
+class Output(Protocol):
+    """Where the lane's answers go: the client's pipe, one whole JSON-RPC line at a time."""
+
+    async def line(self, data: bytes) -> None:
+        """Write `data`, waiting while the client is slow to read."""
+
+    def now(self, data: bytes) -> bool:
+        """Write `data` without waiting; False (nothing written) when the client is slow to read."""
+
+
+Key = tuple[type, int | str]
 
 
 class StdioLane:
@@ -46,13 +60,14 @@ class StdioLane:
         self.pd = pd
         self.caller: Caller | None = None
         self.taken = 0  # calls served by the lane (the benchmark and the tests read it)
-        self._write: Write | None = None
-        self._running: dict[tuple[type, int | str], asyncio.Task[None]] = {}
+        self._out: Output | None = None
+        self._running: dict[Key, asyncio.Task[None]] = {}
+        self._sent: dict[Key, Pending] = {}
         gateway.call_observers.append(self._learn)
 
-    def attach(self, write: Write) -> None:
-        """Where answers go: one complete JSON-RPC line per call (the same pipe the SDK writes to)."""
-        self._write = write
+    def attach(self, out: Output) -> None:
+        """Where answers go (the same pipe the SDK writes to)."""
+        self._out = out
 
     def _learn(self, ctx: ServerRequestContext[Any, Any], name: str) -> None:
         # A permission hook or a custom session key may look at each request: such servers keep the SDK path.
@@ -62,7 +77,7 @@ class StdioLane:
             self.caller = self.pd.caller(ctx)
 
     async def offer(self, line: bytes) -> bool:
-        if self.caller is None or self._write is None or (_CALL not in line and _CANCELLED not in line):
+        if self.caller is None or self._out is None or (_CALL not in line and _CANCELLED not in line):
             return False
         try:
             message = json.loads(line)
@@ -81,49 +96,94 @@ class StdioLane:
         request_id, name, arguments, meta = call
         if not await self.pd.admits(self.caller, name):
             return False
-        key = (type(request_id), request_id)
-        if key in self._running:
+        key: Key = (type(request_id), request_id)
+        if key in self._running or key in self._sent:
             return False  # a duplicate id in flight: the SDK answers that
-        task = asyncio.create_task(self._serve(request_id, name, arguments, meta))
+        self.taken += 1
+        if not self._send(key, request_id, name, arguments, meta):
+            self._start(key, self._serve(request_id, name, self.gateway.run(name, arguments, meta=meta)))
+        return True
+
+    def _send(
+        self, key: Key, request_id: int | str, name: str, arguments: dict[str, Any] | None, meta: dict[str, Any] | None
+    ) -> bool:
+        """Write the call onto a ready upstream pipe now and answer from the pipe's reader: a clean result goes
+        straight back, anything else (errors, timeouts, refusals, a slow client) to the same code as `run`."""
+        found = self.gateway.route(name)
+        if found is None:
+            return False
+        upstream, tool = found
+        session = upstream.session
+
+        def answered(answer: dict[str, Any] | Exception) -> None:
+            self._sent.pop(key, None)
+            result = upstream.passed(answer)
+            if result is not None and self._out is not None and self._out.now(_answer(request_id, result)):
+                return
+            if session is None:  # cannot happen: `send` wrote only on a live session
+                return
+            settled = upstream.settle(tool, arguments, meta, answer, session)
+            self._start(key, self._serve(request_id, name, self.gateway.outcome(name, settled)))
+
+        pending = upstream.send(tool, arguments, meta, answered)
+        if pending is None:
+            return False
+        self._sent[key] = pending
+        return True
+
+    def _start(self, key: Key, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
         self._running[key] = task
         task.add_done_callback(lambda _: self._running.pop(key, None))
-        self.taken += 1
-        return True
 
     def _cancel(self, request_id: object) -> bool:
         if isinstance(request_id, bool) or not isinstance(request_id, int | str):
             return False
-        task = self._running.get((type(request_id), request_id))
+        key: Key = (type(request_id), request_id)
+        pending = self._sent.pop(key, None)
+        if pending is not None:
+            pending.cancel("the caller cancelled the request")  # the upstream is told; no answer is sent
+            return True
+        task = self._running.get(key)
         if task is None:
             return False
         task.cancel()  # the upstream is told in turn; a cancelled request gets no answer
         return True
 
-    async def _serve(
-        self, request_id: int | str, name: str, arguments: dict[str, Any] | None, meta: dict[str, Any] | None
-    ) -> None:
-        head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode()
+    async def _serve(self, request_id: int | str, name: str, outcome: Awaitable[types.CallToolResult]) -> None:
         try:
-            result = await self.gateway.run(name, arguments, meta=meta)
-            # Serialized by pydantic-core straight to JSON: the same fields the SDK path sends, in a fraction of
-            # the time of a dict and json.dumps.
-            body = b',"result":' + result.model_dump_json(by_alias=True, exclude_none=True).encode()
+            data = _answer(request_id, await outcome)
         except MCPError as exc:
-            body = b',"error":' + exc.error.model_dump_json(by_alias=True, exclude_none=True).encode()
+            data = _line(
+                request_id, b',"error":' + exc.error.model_dump_json(by_alias=True, exclude_none=True).encode()
+            )
         except Exception as exc:
             logger.exception("the call to %r failed in the gateway", name)
             error = {"code": types.INTERNAL_ERROR, "message": f"Tool '{name}' failed in the gateway: {exc}"}
-            body = b',"error":' + json.dumps(error).encode()
-        assert self._write is not None
-        await self._write(head + body + b"}\n")
+            data = _line(request_id, b',"error":' + json.dumps(error).encode())
+        assert self._out is not None
+        await self._out.line(data)
 
     async def aclose(self) -> None:
         """Cancel what is still running (the client went away)."""
+        for pending in self._sent.values():
+            pending.cancel("the client went away")
+        self._sent.clear()
         tasks = list(self._running.values())
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _line(request_id: int | str, body: bytes) -> bytes:
+    return b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode() + body + b"}\n"
+
+
+def _answer(request_id: int | str, result: types.CallToolResult) -> bytes:
+    # Serialized by pydantic-core straight to JSON: the same fields the SDK path sends, in a fraction of the time
+    # of a dict and json.dumps.
+    return _line(request_id, b',"result":' + result.model_dump_json(by_alias=True, exclude_none=True).encode())
 
 
 def _plain_call(

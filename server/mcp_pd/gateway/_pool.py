@@ -31,7 +31,7 @@ from mcp_pd import __version__
 
 from ._config import UpstreamConfig
 from ._failures import UpstreamUnavailable, call_failure, explain, session_forgotten
-from ._process import StdioProcess, Watchdog
+from ._process import OnAnswer, Pending, StdioProcess, Watchdog
 from ._progressive import ProgressiveUpstream, progressive_settings
 
 __all__ = ["Upstream", "UpstreamPool", "UpstreamUnavailable"]  # UpstreamUnavailable: re-exported from _failures
@@ -263,76 +263,108 @@ class Upstream:
         *,
         meta: Mapping[str, Any] | None = None,
         progress: ProgressFnT | None = None,
+        again: bool = True,
     ) -> types.CallToolResult:
         """Call `name` on this upstream through its shared session: the result (or its JSON-RPC error) as given.
 
-        Raises UpstreamUnavailable when there is no usable answer, and says why.
+        Raises UpstreamUnavailable when there is no usable answer, and says why. `again`: whether an HTTP session
+        the upstream forgot, or a progressive upstream's refusal, may still be retried once.
         """
-        for attempt in range(2):
-            session = await self.ensure()
-            process = self.process
+        session = await self.ensure()
+        process = self.process
+        if process is not None and progress is None and self.config.url is None:
+            # The hot path over stdio: written straight onto the pipe, the answer validated as the SDK would. Calls
+            # that report progress keep the session, which routes the upstream's progress notifications.
+            answer: dict[str, Any] | Exception
             try:
-                if process is not None and progress is None and self.config.url is None:
-                    result = await self._call_on_pipe(process, name, arguments, meta)
-                else:
-                    wire_meta = cast(types.RequestParamsMeta, dict(meta)) if meta else None
-                    request = types.CallToolRequest(
-                        params=types.CallToolRequestParams(name=name, arguments=arguments, _meta=wire_meta)
-                    )
-                    result = await session.send_request(
-                        request,
-                        types.CallToolResult,
-                        request_read_timeout_seconds=self.pool.call_timeout,
-                        progress_callback=progress,
-                    )
-            except MCPError as exc:
-                if attempt == 0 and self.config.url is not None and session_forgotten(exc):
-                    self.recycle(f"forgot the session ({exc.message})", reinit=True)
-                    await self._await_new_session(session)
-                    continue
-                raise await self._failure(exc, name, session) from None
-            except ValidationError as exc:
-                first = exc.errors(include_url=False)[0]
-                where = ".".join(map(str, first["loc"])) or "result"
-                raise UpstreamUnavailable(
-                    self.name,
-                    f"returned a result for '{name}' that is not a valid tools/call result ({where}: {first['msg']})",
-                ) from None
-            if attempt == 0 and self._pd is not None and self._pd.refused(result):
-                await self._pd.describe(session, [name])  # our grant there expired or the definition changed
-                continue
-            return result
-        raise UpstreamUnavailable(self.name, f"kept refusing '{name}' after the gateway re-read its description")
-
-    async def _call_on_pipe(
-        self, process: StdioProcess, name: str, arguments: dict[str, Any] | None, meta: Mapping[str, Any] | None
-    ) -> types.CallToolResult:
-        """The hot path over stdio: the call written straight onto the pipe, its answer validated as the SDK would.
-
-        Most of a call's cost through the SDK's client session is building and dumping models for a message the
-        gateway already holds as plain data. Failures are raised as the SDK raises them (MCPError with its codes,
-        ValidationError for a malformed result), so one classification serves both paths. Calls that report
-        progress keep the session, which routes the upstream's progress notifications.
-        """
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = arguments
-        if meta:
-            params["_meta"] = dict(meta)
+                answer = await process.request(
+                    "tools/call", _call_params(name, arguments, meta), timeout=self.pool.call_timeout
+                )
+            except (TimeoutError, ConnectionError) as exc:
+                answer = exc
+            return await self.settle(name, arguments, meta, answer, session, again=again)
+        wire_meta = cast(types.RequestParamsMeta, dict(meta)) if meta else None
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name=name, arguments=arguments, _meta=wire_meta)
+        )
         try:
-            response = await process.request("tools/call", params, timeout=self.pool.call_timeout)
-        except TimeoutError:
-            raise MCPError(code=types.REQUEST_TIMEOUT, message="Request 'tools/call' timed out") from None
-        except ConnectionError:
-            raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed") from None
-        if "error" in response:
-            raise MCPError.from_error_data(types.ErrorData.model_validate(response["error"]))
-        return types.CallToolResult.model_validate(response["result"], by_name=False)
+            result = await session.send_request(
+                request,
+                types.CallToolResult,
+                request_read_timeout_seconds=self.pool.call_timeout,
+                progress_callback=progress,
+            )
+        except MCPError as exc:
+            if again and self.config.url is not None and session_forgotten(exc):
+                self.recycle(f"forgot the session ({exc.message})", reinit=True)
+                with anyio.move_on_after(self.pool.start_timeout + 1):  # until the supervisor has a new one
+                    while self.session is session or (self.session is None and self.state in ("ready", "starting")):
+                        await anyio.sleep(0.01)
+                return await self.call(name, arguments, meta=meta, progress=progress, again=False)
+            raise await self._failure(exc, name, session) from None
+        except ValidationError as exc:
+            raise _malformed(exc, self.name, name) from None
+        return await self._accepted(result, name, arguments, meta, session, again)
 
-    async def _await_new_session(self, old: ClientSession) -> None:
-        with anyio.move_on_after(self.pool.start_timeout + 1):
-            while self.session is old or (self.session is None and self.state in ("ready", "starting")):
-                await anyio.sleep(0.01)
+    def send(
+        self, name: str, arguments: dict[str, Any] | None, meta: Mapping[str, Any] | None, on_answer: OnAnswer
+    ) -> Pending | None:
+        """Write a call of `name` straight onto the pipe of a ready stdio upstream; `on_answer` gets the pipe's
+        answer (pass it to `passed` and, when that gives nothing, to `settle`). None when the upstream is not
+        ready for that (not started, restarting, over HTTP): then `call` decides."""
+        process = self.process
+        if self.state != "ready" or self.session is None or process is None or self.config.url is not None:
+            return None
+        try:
+            return process.send(
+                "tools/call", _call_params(name, arguments, meta), on_answer, timeout=self.pool.call_timeout
+            )
+        except ConnectionError:
+            return None
+
+    def passed(self, answer: dict[str, Any] | Exception) -> types.CallToolResult | None:
+        """The result in `answer` when `call` would return it unchanged (valid, not a refusal to retry); else None."""
+        if isinstance(answer, Exception) or "result" not in answer:
+            return None
+        try:
+            result = _pipe_result(answer)
+        except ValidationError:
+            return None
+        return result if self._pd is None or not self._pd.refused(result) else None
+
+    async def settle(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        meta: Mapping[str, Any] | None,
+        answer: dict[str, Any] | Exception,
+        session: ClientSession,
+        *,
+        again: bool = True,
+    ) -> types.CallToolResult:
+        """What `call` makes of `answer`, the pipe's answer to a call of `name` written on `session`'s pipe: the
+        result, a refusal that says why, or one retry after re-reading a progressive upstream's definition."""
+        try:
+            result = _pipe_result(answer)
+        except MCPError as exc:
+            raise await self._failure(exc, name, session) from None
+        except ValidationError as exc:
+            raise _malformed(exc, self.name, name) from None
+        return await self._accepted(result, name, arguments, meta, session, again)
+
+    async def _accepted(
+        self,
+        result: types.CallToolResult,
+        name: str,
+        arguments: dict[str, Any] | None,
+        meta: Mapping[str, Any] | None,
+        session: ClientSession,
+        again: bool,
+    ) -> types.CallToolResult:
+        if again and self._pd is not None and self._pd.refused(result):
+            await self._pd.describe(session, [name])  # our grant there expired or the definition changed
+            return await self.call(name, arguments, meta=meta, again=False)
+        return result
 
     async def _failure(self, exc: MCPError, name: str, session: ClientSession) -> BaseException:
         kind = call_failure(exc)
@@ -471,3 +503,32 @@ async def _first_of(*events: anyio.Event) -> None:
 
         for event in events:
             tg.start_soon(wait, event)
+
+
+def _call_params(name: str, arguments: dict[str, Any] | None, meta: Mapping[str, Any] | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        params["arguments"] = arguments
+    if meta:
+        params["_meta"] = dict(meta)
+    return params
+
+
+def _pipe_result(answer: dict[str, Any] | Exception) -> types.CallToolResult:
+    """The pipe's answer as the SDK's session would have given it: a result, or MCPError / ValidationError raised
+    as the SDK raises them, so one classification serves both paths."""
+    if isinstance(answer, TimeoutError):
+        raise MCPError(code=types.REQUEST_TIMEOUT, message="Request 'tools/call' timed out")
+    if isinstance(answer, Exception):
+        raise MCPError(code=types.CONNECTION_CLOSED, message="Connection closed")
+    if "error" in answer:
+        raise MCPError.from_error_data(types.ErrorData.model_validate(answer["error"]))
+    return types.CallToolResult.model_validate(answer["result"], by_name=False)
+
+
+def _malformed(exc: ValidationError, server: str, name: str) -> UpstreamUnavailable:
+    first = exc.errors(include_url=False)[0]
+    where = ".".join(map(str, first["loc"])) or "result"
+    return UpstreamUnavailable(
+        server, f"returned a result for '{name}' that is not a valid tools/call result ({where}: {first['msg']})"
+    )

@@ -3,8 +3,9 @@
 Each stdio upstream runs in its own process group (so a tree such as `npx` -> `node` is stopped as one) with
 PR_SET_PDEATHSIG on Linux (so the direct child dies with the gateway even before anything else can act), and
 every group is registered with a watchdog process that kills what is left if the gateway dies without
-reaping (SIGKILL included). `request` is the hot path's own lane onto the pipe: one JSON-RPC request written and its
-response handed back as parsed JSON, without the SDK's session in between (the session keeps every other message).
+reaping (SIGKILL included). `send` (and `request`, its awaited form) is the hot path's own lane onto the pipe: one
+JSON-RPC request written and its response handed back as parsed JSON, without the SDK's session in between (the
+session keeps every other message).
 Knows nothing about MCP beyond framing JSON-RPC lines.
 """
 
@@ -22,6 +23,7 @@ import subprocess
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, TextIO
@@ -35,7 +37,7 @@ from mcp.shared.message import SessionMessage
 from ._config import UpstreamConfig
 from ._watchdog import group_alive, signal_group
 
-__all__ = ["StdioProcess", "Watchdog"]
+__all__ = ["OnAnswer", "Pending", "StdioProcess", "Watchdog"]
 
 logger = logging.getLogger("mcp_pd.gateway")
 
@@ -56,9 +58,48 @@ def _frame(message: dict[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
-def _expire(answer: asyncio.Future[dict[str, Any]]) -> None:
-    if not answer.done():
-        answer.set_exception(TimeoutError())
+OnAnswer = Callable[[dict[str, Any] | Exception], None]
+
+
+def _resolve(future: asyncio.Future[dict[str, Any]], answer: dict[str, Any] | Exception) -> None:
+    if future.done():
+        return
+    if isinstance(answer, Exception):
+        future.set_exception(answer)
+    else:
+        future.set_result(answer)
+
+
+class Pending:
+    """One request of the lane on the pipe, until its answer is handed over (at most once)."""
+
+    __slots__ = ("_on_answer", "_process", "expiry", "request_id")
+
+    def __init__(self, process: StdioProcess, request_id: str, on_answer: OnAnswer) -> None:
+        self._process = process
+        self.request_id = request_id
+        self._on_answer: OnAnswer | None = on_answer
+        self.expiry: asyncio.TimerHandle | None = None
+
+    def answer(self, answer: dict[str, Any] | Exception) -> None:
+        on_answer, self._on_answer = self._on_answer, None
+        self._process._waiting.pop(self.request_id, None)
+        if self.expiry is not None:
+            self.expiry.cancel()
+        if on_answer is not None:
+            on_answer(answer)
+
+    def expire(self, timeout: float) -> None:
+        self._process._cancel(self.request_id, f"timed out after {timeout:g}s")
+        self.answer(TimeoutError())
+
+    def cancel(self, reason: str) -> None:
+        """Nobody wants the answer any more: forget it and tell the upstream."""
+        if self._on_answer is None:
+            return
+        self._on_answer = None
+        self.answer(TimeoutError())  # handed to nobody; clears the entry and the timer
+        self._process._cancel(self.request_id, reason)
 
 
 class Watchdog:
@@ -150,7 +191,7 @@ class StdioProcess:
         self.noise = 0
         self._stderr: deque[str] = deque(maxlen=20)
         self._stdin: asyncio.StreamWriter | None = None
-        self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._waiting: dict[str, Pending] = {}
         self._ids = itertools.count(1)
         self._context: (
             contextlib.AbstractAsyncContextManager[
@@ -224,37 +265,37 @@ class StdioProcess:
             self.watchdog.unregister(proc.pid)
 
     # -- the lane: one request straight onto the pipe ------------------------------------------------
-    async def request(self, method: str, params: dict[str, Any], *, timeout: float) -> dict[str, Any]:
-        """Write one JSON-RPC request and return its response object (with `result` or `error`).
+    def send(self, method: str, params: dict[str, Any], on_answer: OnAnswer, *, timeout: float) -> Pending:
+        """Write one JSON-RPC request now; `on_answer` is called once, from the pipe's reader, with the response
+        object (`result` or `error`), or with TimeoutError after `timeout` seconds (the upstream is then sent
+        `notifications/cancelled`, as the SDK does) or ConnectionError when the pipe closes first.
 
-        Raises ConnectionError when the pipe is closed or closes before the answer, TimeoutError after `timeout`
-        seconds; on a timeout or a cancellation the upstream is sent `notifications/cancelled`, as the SDK does.
+        A callback rather than a future: the answer is handled as soon as it is read, not one event-loop turn
+        later in a waiting task. Raises ConnectionError when the pipe is already closed.
         """
         stdin = self._stdin
         if stdin is None or stdin.is_closing():
             raise ConnectionError("the upstream's pipe is closed")
         request_id = f"{_LANE_ID}{next(self._ids)}"
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[dict[str, Any]] = loop.create_future()
-        self._waiting[request_id] = answer
-        # A timer on the future rather than a cancel scope: on the hot path, a scope costs more than the write.
-        expiry = loop.call_later(timeout, _expire, answer)
         try:
-            try:
-                stdin.write(_frame({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
-            except (BrokenPipeError, ConnectionResetError, RuntimeError) as exc:
-                raise ConnectionError(f"the upstream's pipe is closed ({exc})") from None
-            try:
-                return await answer
-            except TimeoutError:
-                self._cancel(request_id, f"timed out after {timeout}s")
-                raise
-            except anyio.get_cancelled_exc_class():
-                self._cancel(request_id, "the caller cancelled the request")
-                raise
-        finally:
-            expiry.cancel()
-            self._waiting.pop(request_id, None)
+            stdin.write(_frame({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
+        except (BrokenPipeError, ConnectionResetError, RuntimeError) as exc:
+            raise ConnectionError(f"the upstream's pipe is closed ({exc})") from None
+        pending = Pending(self, request_id, on_answer)
+        self._waiting[request_id] = pending
+        # A timer rather than a cancel scope: on the hot path, a scope costs more than the write.
+        pending.expiry = asyncio.get_running_loop().call_later(timeout, pending.expire, timeout)
+        return pending
+
+    async def request(self, method: str, params: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+        """`send`, awaited: the response object; raises what `send` would have handed over instead."""
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        pending = self.send(method, params, partial(_resolve, answer), timeout=timeout)
+        try:
+            return await answer
+        except anyio.get_cancelled_exc_class():
+            pending.cancel("the caller cancelled the request")
+            raise
 
     def _cancel(self, request_id: str, reason: str) -> None:
         stdin = self._stdin
@@ -275,17 +316,15 @@ class StdioProcess:
         except ValueError:
             return False
         request_id = message.get("id") if isinstance(message, dict) else None
-        waiting = self._waiting.get(request_id) if isinstance(request_id, str) else None
-        if waiting is None or not ("result" in message or "error" in message):
+        pending = self._waiting.get(request_id) if isinstance(request_id, str) else None
+        if pending is None or not ("result" in message or "error" in message):
             return False
-        if not waiting.done():
-            waiting.set_result(message)
+        pending.answer(message)
         return True
 
     def _abandon(self) -> None:
-        for waiting in self._waiting.values():
-            if not waiting.done():
-                waiting.set_exception(ConnectionError("the upstream closed the connection"))
+        for pending in list(self._waiting.values()):
+            pending.answer(ConnectionError("the upstream closed the connection"))
 
     async def _read_stdout(
         self, proc: asyncio.subprocess.Process, sink: MemoryObjectSendStream[SessionMessage | Exception]

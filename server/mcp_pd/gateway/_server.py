@@ -7,7 +7,7 @@ constructs it): describe-before-call is enforced here, per client session, while
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -167,6 +167,11 @@ class Gateway:
         meta = forwarded_meta(cast(Mapping[str, Any] | None, params.meta))
         return await self.run(params.name, params.arguments, meta=meta, progress=_progress_forwarder(ctx))
 
+    def route(self, name: str) -> tuple[Upstream, str] | None:
+        """The upstream that serves `name`, and the tool's name there."""
+        route = self.routes.get(name)
+        return None if route is None else (self.pool[route.server], route.tool)
+
     async def run(
         self,
         name: str,
@@ -179,13 +184,18 @@ class Gateway:
 
         Raises MCPError when the upstream answered with a JSON-RPC error (passed on as it is).
         """
-        route = self.routes.get(name)
-        if route is None:
+        found = self.route(name)
+        if found is None:
             message = f"Tool '{name}' is not served by any upstream."
             return Refusal(ErrorCode.TOOL_NOT_FOUND, message).tool_result()
-        upstream = self.pool[route.server]
+        upstream, tool = found
+        return await self.outcome(name, upstream.call(tool, arguments, meta=meta, progress=progress))
+
+    async def outcome(self, name: str, call: Awaitable[types.CallToolResult]) -> types.CallToolResult:
+        """The result of `call` (an upstream's `call` or `settle` for the served `name`), or the refusal that says
+        why there is none."""
         try:
-            return await upstream.call(route.tool, arguments, meta=meta, progress=progress)
+            return await call
         except UpstreamUnavailable as exc:
             wait: dict[str, Any] = {} if exc.retry_in is None else {"retry_after_seconds": round(exc.retry_in, 1)}
             return Refusal(

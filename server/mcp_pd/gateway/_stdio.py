@@ -20,6 +20,8 @@ from mcp.server.stdio import stdio_server
 __all__ = ["Lane", "pipe_stdio"]
 
 _LINE_LIMIT = 1 << 26  # one JSON-RPC message per line; large results are legitimate
+# Bytes the client has not read yet beyond which the lane waits to write (asyncio's own high-water mark).
+_BEHIND = 1 << 16
 
 
 class _Lines:
@@ -59,11 +61,18 @@ class _Writer:
         self._writer.write(data)
         await self._writer.drain()
 
+    def now(self, data: bytes) -> bool:
+        """`line` without waiting, unless the client has fallen behind (then nothing is written: use `line`)."""
+        if self._writer.transport.get_write_buffer_size() > _BEHIND:
+            return False
+        self._writer.write(data)
+        return True
+
 
 class Lane(Protocol):
     """Answers some requests itself, before the SDK sees them (the gateway's `StdioLane`)."""
 
-    def attach(self, write: Callable[[bytes], Awaitable[None]]) -> None: ...
+    def attach(self, out: _Writer) -> None: ...
 
     async def offer(self, line: bytes) -> bool: ...
 
@@ -97,7 +106,7 @@ async def pipe_stdio(lane: Lane | None = None) -> AsyncIterator[tuple[Any, Any]]
         return
     out = _Writer(asyncio.StreamWriter(transport, protocol, None, loop))
     if lane is not None:
-        lane.attach(out.line)
+        lane.attach(out)
     lines = _Lines(reader, lane.offer if lane is not None else None)
     try:
         async with stdio_server(stdin=cast(Any, lines), stdout=cast(Any, out)) as streams:
