@@ -33,6 +33,7 @@ SLOW = (
     "agent/test_agent_planner.py",
     "agent/test_agent_catalog.py",
     "test_vector_cache.py",
+    "test_doc_commands.py",  # every shell command of the docs, run as written
 )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
+from pdtest_docs import HOW, documented
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -41,3 +42,12 @@ async def test_readme_example_serves_progressive_disclosure(tmp_path: Path, mode
         result = await client.call_tool("forecast", {"city": "Oslo", "days": 2})
         assert not result.is_error
         assert result.structured_content == {"result": "Oslo day 1: sunny\nOslo day 2: sunny"}
+
+
+def test_every_documented_command_has_a_way_to_run() -> None:
+    # Both ways: a command the docs show is run by tests/test_doc_commands.py, and the table names no command the
+    # docs dropped. A command left to the reader says why.
+    shown = documented()
+    assert sorted(set(shown) - set(HOW)) == [], "commands in the docs that no test runs (add them to HOW)"
+    assert sorted(set(HOW) - set(shown)) == [], "commands in HOW that the docs no longer show"
+    assert all(reason for kind, reason in HOW.values() if kind in ("hand", "refused"))
