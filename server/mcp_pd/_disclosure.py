@@ -20,6 +20,7 @@ from typing import Any, Final
 import anyio.lowlevel
 import anyio.to_thread
 
+from ._churn import SessionChurn
 from ._errors import RETRYABLE, ErrorCode, Refusal
 from ._grants import GrantStore, GrantStoreUnavailable
 from ._model import RATE_LIMITED, tool_description_required, tool_not_found
@@ -80,6 +81,7 @@ class Disclosure:
         rate_limiter: FetchLimiter | None,
         describe_tool: str | None = None,
         own_tools: frozenset[str] = frozenset(),
+        churn: SessionChurn | None = None,
     ) -> None:
         self.catalog = catalog
         self.grants = grants
@@ -90,6 +92,7 @@ class Disclosure:
         # The describe tool is also named in TOOL_DESCRIPTION_REQUIRED as a way out.
         self.describe_tool = describe_tool
         self.own_tools = own_tools | ({describe_tool} if describe_tool else set())
+        self.churn = churn
         self._refreshing: asyncio.Future[None] | None = None
         self._suggester: tuple[int, NameSuggester] | None = None
         self._building: tuple[int, asyncio.Future[NameSuggester]] | None = None
@@ -223,6 +226,8 @@ class Disclosure:
                 raise _grants_unavailable(
                     f"Tool descriptions cannot be authorized right now ({exc}); retry in a few seconds."
                 ) from None
+            if self.churn is not None:
+                self.churn.fetched(caller, described.versions)
         return described
 
     # -- gate ----------------------------------------------------------------------------------------
@@ -250,6 +255,9 @@ class Disclosure:
         if granted == full["version"]:
             return None
         document = tool_description_required(name, self.resource_uri, self.describe_tool)
+        reason = self.churn.explain(caller, name) if granted is None and self.churn is not None else None
+        if reason is not None:
+            document["error"]["reason"] = reason
         if granted is not None:
             document["error"]["reason"] = (
                 f"the definition of '{name}' changed since this session fetched it "

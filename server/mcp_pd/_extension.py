@@ -24,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 
 from ._advertise import EXTENSION_ID, Advertiser, cache_hints, discover_refusal
 from ._announce import Announcer
+from ._churn import SessionChurn
 from ._describing import Describer
 from ._disclosure import Described, Disclosure
 from ._errors import tool_result
@@ -91,15 +92,14 @@ class ProgressiveDisclosure:
     "catalog" (a fixed tools/list of search_tools, browse_tools, describe_tools and call_tool, plus the `pinned`
     tools; `semantic` picks the search model: "auto", "off" or an Embedder; `vector_cache`: where its vectors are kept
     across processes, "default" for the user's cache directory, None for memory only). `describe_tool`: also serve the
-    `describe_tools` tool, for hosts whose model
-    cannot read resources (interpretations I-13). `permission`: the primary authorization hook. `fetch_rate`:
-    per-session limit on reads (None: unlimited); `rate_limiter` replaces the in-process one (e.g. Redis, shared by
-    replicas). `grants`: where grants live (default in memory). `principal_keys`: key grants on the SDK's
-    authenticated principal when there is one (spec/sessions.md). `sessionless` / `session_key`: what to do where
-    the transport has no session (spec/sessions.md). `redis`: a Redis URL holding grants and the fetch limit, shared
-    by replicas and kept across restarts (the `mcp-pd[redis]` extra; keys start with `redis_prefix`).
-    `list_annotations`: keep `title` and `annotations` in `tools/list` entries (I-5). `page_size`: tools per
-    `tools/list` page (cursor pagination).
+    `describe_tools` tool, for hosts whose model cannot read resources (interpretations I-13). `permission`: the
+    primary authorization hook. `fetch_rate`: per-session limit on reads (None: unlimited); `rate_limiter` replaces
+    the in-process one (e.g. Redis, shared by replicas). `grants`: where grants live (default in memory).
+    `principal_keys`: key grants on the SDK's authenticated principal when there is one (spec/sessions.md).
+    `sessionless` / `session_key`: what to do where the transport has no session (spec/sessions.md). `redis`: a
+    Redis URL holding grants and the fetch limit, shared by replicas and kept across restarts (the `mcp-pd[redis]`
+    extra; keys start with `redis_prefix`). `list_annotations`: keep `title` and `annotations` in `tools/list`
+    entries (I-5). `page_size`: tools per `tools/list` page (cursor pagination).
     """
 
     def __init__(
@@ -162,9 +162,9 @@ class ProgressiveDisclosure:
             rate_limiter=rate_limiter,
             describe_tool=self.describe_tool,
             own_tools=frozenset(META_TOOLS) if mode == "catalog" else frozenset(),
+            churn=SessionChurn(),  # a client that opens a session per request is told why its grants never hold
         )
-        self.max_tools_per_read = max_tools_per_read
-        self.page_size = page_size
+        self.max_tools_per_read, self.page_size = max_tools_per_read, page_size
         self.watch = watch and descriptions is not None
         self.advertiser = Advertiser(
             self.catalog,

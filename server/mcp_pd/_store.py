@@ -108,7 +108,11 @@ def _read_definition(path: Path) -> ToolDefinition:
     except RecursionError:
         raise ValueError("invalid JSON: nested too deeply") from None
     if not isinstance(data, dict):
-        raise ValueError("expected a JSON object describing one tool")
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(type(data), "a number")
+        raise ValueError(
+            f"not a tool definition: the file holds {kind}, and a definition is one JSON object (name, description, "
+            "inputSchema); not served (move other JSON files out of the definitions folder to silence this)"
+        )
     try:
         definition = ToolDefinition.model_validate(data)
     except ValidationError as exc:
