@@ -9,6 +9,7 @@ Only the block between the README's GENERATED markers is rewritten; the prose ar
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 from pathlib import Path
@@ -565,9 +566,13 @@ def main(argv: list[str] | None = None) -> int:
         _rewrite(top, SUMMARY_BEGIN, summary(data))
         print(f"report: updated {top}")
     if "scale" in data and data["scale"]["figures"].get("plot"):
-        from .scale import plot  # the plot is derived from scale.json like the tables
+        if importlib.util.find_spec("matplotlib") is None:
+            # The tables need nothing more than the results; the plot needs the bench extra (./dev bench has it).
+            print("report: the scale plot was left as it is: matplotlib is not installed (the bench extra)")
+        else:
+            from .scale import plot  # the plot is derived from scale.json like the tables
 
-        plot(data["scale"]["figures"], args.results / data["scale"]["figures"]["plot"])
+            plot(data["scale"]["figures"], args.results / data["scale"]["figures"]["plot"])
     print(f"report: updated {readme}")
     return 0
 

@@ -97,6 +97,9 @@ def documented() -> dict[str, list[str]]:
 
 
 def commands(kind: Kind) -> list[str]:
-    """The commands run one way, in the order the docs give them."""
+    """The commands run one way, in the order the docs give them. A bare `mcp-pd ...` that the docs also show as
+    `./dev mcp-pd ...` is the same program with the same arguments (./dev puts the venv first on PATH and runs it):
+    it is run once, through ./dev."""
     order = list(documented())
-    return sorted((c for c, (k, _) in HOW.items() if k == kind), key=lambda c: order.index(c) if c in order else 0)
+    chosen = [c for c, (k, _) in HOW.items() if k == kind and HOW.get(f"./dev {c}", ("", ""))[0] != kind]
+    return sorted(chosen, key=lambda c: order.index(c) if c in order else 0)
