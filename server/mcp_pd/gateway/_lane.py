@@ -114,13 +114,13 @@ class StdioLane:
             return False
         upstream, tool = found
         session = upstream.session
+        if session is None:
+            return False  # not started yet: `run` waits for it
 
         def answered(answer: dict[str, Any] | Exception) -> None:
             self._sent.pop(key, None)
             result = upstream.passed(answer)
             if result is not None and self._out is not None and self._out.now(_answer(request_id, result)):
-                return
-            if session is None:  # cannot happen: `send` wrote only on a live session
                 return
             settled = upstream.settle(tool, arguments, meta, answer, session)
             self._start(key, self._serve(request_id, name, self.gateway.outcome(name, settled)))

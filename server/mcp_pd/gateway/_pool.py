@@ -328,7 +328,7 @@ class Upstream:
             return None
         try:
             result = _pipe_result(answer)
-        except ValidationError:
+        except (MCPError, ValidationError):  # an answer with an error beside its result, say: `settle` says why
             return None
         return result if self._pd is None or not self._pd.refused(result) else None
 

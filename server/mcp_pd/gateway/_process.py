@@ -83,11 +83,13 @@ class Pending:
 
     def answer(self, answer: dict[str, Any] | Exception) -> None:
         on_answer, self._on_answer = self._on_answer, None
-        self._process._waiting.pop(self.request_id, None)
-        if self.expiry is not None:
-            self.expiry.cancel()
-        if on_answer is not None:
+        self._forget()
+        if on_answer is None:
+            return
+        try:
             on_answer(answer)
+        except Exception:  # called from the pipe's reader: one bad answer must not cost the pipe
+            logger.exception("handling the answer to %s failed", self.request_id)
 
     def expire(self, timeout: float) -> None:
         self._process._cancel(self.request_id, f"timed out after {timeout:g}s")
@@ -98,8 +100,13 @@ class Pending:
         if self._on_answer is None:
             return
         self._on_answer = None
-        self.answer(TimeoutError())  # handed to nobody; clears the entry and the timer
+        self._forget()
         self._process._cancel(self.request_id, reason)
+
+    def _forget(self) -> None:
+        self._process._waiting.pop(self.request_id, None)
+        if self.expiry is not None:
+            self.expiry.cancel()
 
 
 class Watchdog:
