@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx2
@@ -117,14 +118,13 @@ class _Serving:
         self.proc = subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env, stderr=subprocess.PIPE)
 
     def __enter__(self) -> _Serving:
-        deadline = 60.0
-        while deadline > 0:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
             assert self.proc.poll() is None, (self.proc.stderr.read() if self.proc.stderr else b"").decode()[-3000:]
             with socket.socket() as sock:
                 if sock.connect_ex(("127.0.0.1", PORT)) == 0:
                     return self
-            subprocess.run(["sleep", "0.1"], check=True)
-            deadline -= 0.1
+            time.sleep(0.1)
         raise TimeoutError(f"nothing listened on {PORT}")
 
     def __exit__(self, *exc: object) -> None:
