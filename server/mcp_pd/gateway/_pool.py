@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from mcp_pd import __version__
 
+from ._bridge import ClientBridge
 from ._config import UpstreamConfig
 from ._failures import UpstreamUnavailable, call_failure, explain, session_forgotten
 from ._process import OnAnswer, Pending, StdioProcess, Watchdog
@@ -181,6 +182,7 @@ class Upstream:
                         cache=None,
                         message_handler=self._on_message,
                         client_info=types.Implementation(name="mcp-pd-gateway", version=__version__),
+                        **self.pool.bridge.client_options(self.name),  # what it may ask of clients
                     )
                     await stack.enter_async_context(client)
                     session = client.session
@@ -421,10 +423,16 @@ class UpstreamPool:
         self.closed = anyio.Event()
         self.listeners: list[ChangeListener] = []
         self.config_note = ""  # what the last config reload did, or why it was refused (the operator page shows it)
+        # Requests an upstream sends back (roots, sampling, elicitation) and its logs: passed to the right client.
+        self.bridge = ClientBridge(self.sessions)
         self._stack: contextlib.AsyncExitStack | None = None
 
     def __getitem__(self, name: str) -> Upstream:
         return self.upstreams[name]
+
+    def sessions(self) -> list[tuple[str, ClientSession]]:
+        """(name, session) of every upstream that has a live session now."""
+        return [(n, u.session) for n, u in self.upstreams.items() if u.state == "ready" and u.session is not None]
 
     async def __aenter__(self) -> UpstreamPool:
         self.watchdog.start()

@@ -7,6 +7,7 @@ constructs it): describe-before-call is enforced here, per client session, while
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.dispatcher import ProgressFnT
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from mcp_pd._errors import ErrorCode, Refusal
 from mcp_pd._extension import DESCRIBE_TOOL, ProgressiveDisclosure
@@ -23,6 +25,7 @@ from mcp_pd._metatools import META_TOOLS
 from mcp_pd._store import CATEGORY_META
 from mcp_pd._version import VERSION
 
+from ._content import ContentRouter
 from ._names import Route, assign_names
 from ._pool import Upstream, UpstreamPool, UpstreamUnavailable
 
@@ -84,6 +87,9 @@ class Gateway:
         self.routes: dict[str, Route] = {}
         self.listing: list[types.Tool] = []
         self.pd: ProgressiveDisclosure | None = None
+        # What upstreams ask of clients (roots, sampling, elicitation, logs), and their resources and prompts.
+        self.bridge = pool.bridge
+        self.content = ContentRouter(pool, self.bridge)
         # Told of every call the extension let through, before it runs (the stdio lane learns its caller there).
         self.call_observers: list[Callable[[ServerRequestContext[Any, Any], str], None]] = []
         self.rebuild()
@@ -165,7 +171,11 @@ class Gateway:
         for observe in self.call_observers:
             observe(ctx, params.name)
         meta = forwarded_meta(cast(Mapping[str, Any] | None, params.meta))
-        return await self.run(params.name, params.arguments, meta=meta, progress=_progress_forwarder(ctx))
+        route = self.routes.get(params.name)
+        if route is None:
+            return await self.run(params.name, params.arguments, meta=meta)
+        with self.bridge.calling(route.server, ctx):  # whom the upstream's own requests are for, meanwhile
+            return await self.run(params.name, params.arguments, meta=meta, progress=_progress_forwarder(ctx))
 
     def route(self, name: str) -> tuple[Upstream, str] | None:
         """The upstream that serves `name`, and the tool's name there."""
@@ -189,13 +199,13 @@ class Gateway:
             message = f"Tool '{name}' is not served by any upstream."
             return Refusal(ErrorCode.TOOL_NOT_FOUND, message).tool_result()
         upstream, tool = found
-        return await self.outcome(name, upstream.call(tool, arguments, meta=meta, progress=progress))
+        return await self.outcome(name, upstream.call(tool, arguments, meta=meta, progress=progress), upstream.name)
 
-    async def outcome(self, name: str, call: Awaitable[types.CallToolResult]) -> types.CallToolResult:
-        """The result of `call` (an upstream's `call` or `settle` for the served `name`), or the refusal that says
-        why there is none."""
+    async def outcome(self, name: str, call: Awaitable[types.CallToolResult], upstream: str) -> types.CallToolResult:
+        """The result of `call` (`upstream`'s `call` or `settle` for the served `name`) with its resource links
+        served, or the refusal that says why there is none."""
         try:
-            return await call
+            return self.content.tool_result(upstream, await call)
         except UpstreamUnavailable as exc:
             wait: dict[str, Any] = {} if exc.retry_in is None else {"retry_after_seconds": round(exc.retry_in, 1)}
             return Refusal(
@@ -230,13 +240,27 @@ def build_gateway(
     else:
         reserved = frozenset()
     gateway = Gateway(pool, cached=cached, reserved=reserved, categories=mode == "catalog")
-    server: Server[Any] = Server(
-        name,
-        version=VERSION,
-        instructions=gateway.instructions(),
-        on_list_tools=gateway.list_tools,
-        on_call_tool=gateway.call_tool,
-    )
+    content, bridge = gateway.content, gateway.bridge
+    with warnings.catch_warnings():
+        # Roots and logging are deprecated as of 2026-07-28 (SEP-2577), but handshake-era clients and upstreams
+        # use them, and a gateway carries what its upstreams serve.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        server: Server[Any] = Server(
+            name,
+            version=VERSION,
+            instructions=gateway.instructions(),
+            on_list_tools=gateway.list_tools,
+            on_call_tool=gateway.call_tool,
+            on_list_resources=content.list_resources,
+            on_list_resource_templates=content.list_templates,
+            on_read_resource=content.read_resource,
+            on_list_prompts=content.list_prompts,
+            on_get_prompt=content.get_prompt,
+            on_completion=content.complete,
+            on_set_logging_level=bridge.set_level,
+            on_roots_list_changed=bridge.roots_changed,
+        )
+    server.add_notification_handler("notifications/initialized", types.NotificationParams, bridge.initialized)
     if mode != "progressive":
         options["mode"] = mode
     pd = ProgressiveDisclosure(descriptions, **options).install(server)

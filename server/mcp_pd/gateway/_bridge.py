@@ -1,0 +1,232 @@
+"""What upstreams ask of clients, and what clients tell upstreams: roots, sampling, elicitation and logging.
+
+Each upstream has one session, shared by the gateway's clients (`_pool.py`). A request an upstream sends back
+(`roots/list`, `sampling/createMessage`, `elicitation/create`) is passed to the client it must be for:
+
+- the client whose call (tool, prompt or resource read) that upstream is serving now, on that call's own stream;
+- with no call in flight, the one connected client (a gateway served over stdio has exactly one);
+- otherwise nobody: when two clients' calls are in flight on the same upstream, or several clients are connected
+  and none is calling, the gateway cannot tell whose request it is, so it answers with an error that says so
+  rather than ask (or show one user's files to) the wrong person.
+
+A client that speaks 2026-07-28 cannot be asked mid-call (that era has no back-channel for requests; its
+servers answer `input_required` instead), and a client that did not declare the capability is not asked: both
+get the error the SDK gives a client without the capability, with the reason. Log messages of an upstream go to
+the clients its calls are for (else to every connected client), named `<upstream>` or `<upstream>/<logger>`;
+`logging/setLevel` and `notifications/roots/list_changed` go to every ready upstream, and so does a roots change
+when the first client that has roots connects (an upstream started before it asked nobody).
+
+Knows nothing about tools, grants or modes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+import weakref
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, Final, TypeAlias
+
+import anyio
+import mcp_types as types
+from mcp.client.session import ClientRequestContext, ClientSession
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+__all__ = ["ClientBridge"]
+
+logger = logging.getLogger("mcp_pd.gateway")
+
+Context: TypeAlias = ServerRequestContext[Any, Any]
+Sessions: TypeAlias = Callable[[], list[tuple[str, ClientSession]]]
+# How long an upstream's request waits for a first client to connect: an upstream started with the gateway asks
+# for roots before the client that launched the gateway has finished its handshake.
+FIRST_CLIENT_WAIT: Final = 10.0
+REQUEST_TIMEOUT: Final = 300.0
+
+
+def _connection(ctx: Context) -> Any:
+    return getattr(ctx.session, "_connection", None)
+
+
+class ClientBridge:
+    """Routes upstream-to-client requests and client-to-upstream notices (see the module's docstring)."""
+
+    def __init__(self, sessions: Sessions, *, first_client_wait: float = FIRST_CLIENT_WAIT) -> None:
+        # `sessions()`: (upstream name, ready session) for every upstream that has one now.
+        self._sessions = sessions
+        self._wait = first_client_wait
+        self._calls: dict[str, list[Context]] = {}
+        self._connections: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        self._joined = anyio.Event()
+        self.level: types.LoggingLevel | None = None
+
+    # -- what the gateway tells the bridge ------------------------------------------------------------
+    @contextlib.contextmanager
+    def calling(self, upstream: str, ctx: Context) -> Iterator[None]:
+        """While the block runs, `upstream` is serving a call of `ctx`'s client."""
+        calls = self._calls.setdefault(upstream, [])
+        calls.append(ctx)
+        try:
+            yield
+        finally:
+            calls.remove(ctx)
+
+    def seen(self, ctx: Context) -> bool:
+        """Remember a handshake-era client connection; True the first time it is seen."""
+        conn = _connection(ctx)
+        if conn is None or conn.protocol_version in MODERN_PROTOCOL_VERSIONS or conn in self._connections:
+            return False
+        self._connections[conn] = anyio.current_time()
+        self._joined.set()
+        return True
+
+    async def initialized(self, ctx: Context, params: Any) -> None:
+        """`notifications/initialized`: a client joined; if it has roots, upstreams started before it re-ask."""
+        if self.seen(ctx) and _capabilities(_connection(ctx)).roots is not None:
+            await self.roots_changed(ctx, None)
+
+    async def roots_changed(self, ctx: Context, params: Any) -> None:
+        """`notifications/roots/list_changed`, passed to every ready upstream (each asks for the roots again)."""
+        self.seen(ctx)
+        for name, session in self._sessions():
+            try:
+                with _handshake_era():
+                    await session.send_roots_list_changed()
+            except Exception as exc:  # one upstream gone must not keep the others from hearing
+                logger.info("upstream %r: could not pass on a roots change: %s", name, exc)
+
+    async def set_level(self, ctx: Context, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        """`logging/setLevel`, passed to every ready upstream that logs (and to each that starts later)."""
+        self.seen(ctx)
+        self.level = params.level
+        for name, session in self._sessions():
+            capabilities = session.server_capabilities
+            if capabilities is None or capabilities.logging is None:
+                continue
+            try:
+                with _handshake_era():
+                    await session.set_logging_level(params.level)
+            except Exception as exc:
+                logger.info("upstream %r: could not set its log level: %s", name, exc)
+        return types.EmptyResult()
+
+    # -- what upstreams ask ---------------------------------------------------------------------------
+    def client_options(self, upstream: str) -> dict[str, Any]:
+        """The upstream client's callbacks (so the gateway declares roots, sampling and elicitation to it)."""
+
+        async def sampling(
+            context: ClientRequestContext, params: types.CreateMessageRequestParams
+        ) -> types.CreateMessageResult | types.ErrorData:
+            request = types.CreateMessageRequest(params=params)
+            answer: types.CreateMessageResult | types.ErrorData
+            answer = await self._ask(upstream, request, types.CreateMessageResult, "sampling", "Sampling")
+            return answer
+
+        async def elicitation(context: ClientRequestContext, params: types.ElicitRequestParams) -> Any:
+            request = types.ElicitRequest(params=params)
+            return await self._ask(upstream, request, types.ElicitResult, "elicitation", "Elicitation")
+
+        async def roots(context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+            answer: types.ListRootsResult | types.ErrorData
+            answer = await self._ask(upstream, types.ListRootsRequest(), types.ListRootsResult, "roots", "Roots")
+            return answer
+
+        async def log(params: types.LoggingMessageNotificationParams) -> None:
+            await self._log(upstream, params)
+
+        return {
+            "sampling_callback": sampling,
+            "elicitation_callback": elicitation,
+            "list_roots_callback": roots,
+            "logging_callback": log,
+            "log_level": self.level,
+        }
+
+    async def _target(self, upstream: str) -> tuple[Context | None, Any] | str:
+        """(the call's context or None, its connection), or why there is nobody to ask."""
+        calls = self._calls.get(upstream, [])
+        callers = {id(_connection(c)): c for c in calls}
+        if len(callers) > 1:
+            return (
+                f"{len(callers)} clients have calls in flight on upstream '{upstream}', which shares one session "
+                "among the gateway's clients, so the gateway cannot tell whose request this is"
+            )
+        if callers:
+            ctx = next(iter(callers.values()))
+            return ctx, _connection(ctx)
+        if not self._connections:
+            with anyio.move_on_after(self._wait):
+                await self._joined.wait()
+        live = list(self._connections)
+        if len(live) == 1:
+            return None, live[0]
+        if not live:
+            return f"no client is connected to the gateway to answer upstream '{upstream}'"
+        return (
+            f"{len(live)} clients are connected and none is calling upstream '{upstream}', which shares one "
+            "session among them, so the gateway cannot tell whose request this is"
+        )
+
+    async def _ask(self, upstream: str, request: Any, result_type: type[Any], capability: str, label: str) -> Any:
+        target = await self._target(upstream)
+        if isinstance(target, str):
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"{label} not available: {target}.")
+        ctx, conn = target
+        era = getattr(conn, "protocol_version", None)
+        if era in MODERN_PROTOCOL_VERSIONS:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message=f"{label} not supported: the client speaks {era}, where a server cannot send it a request "
+                "during a call; connect with the 2025-11-25 handshake to use this upstream's "
+                f"{capability} through the gateway.",
+            )
+        if getattr(_capabilities(conn), capability) is None:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST, message=f"{label} not supported: the client did not declare it."
+            )
+        try:
+            if ctx is not None and ctx.request_id is not None:
+                # On the call's own stream: over HTTP that is the response stream of the client's request.
+                metadata = ServerMessageMetadata(related_request_id=ctx.request_id)
+                sent: Awaitable[Any] = ctx.session.send_request(
+                    request, result_type, request_read_timeout_seconds=REQUEST_TIMEOUT, metadata=metadata
+                )
+            else:
+                sent = conn.send_request(request, opts={"timeout": REQUEST_TIMEOUT})
+            return await sent
+        except MCPError as exc:
+            return exc.error
+        except Exception as exc:
+            logger.info("upstream %r: passing on its %s request failed: %s", upstream, capability, exc)
+            return types.ErrorData(code=types.INTERNAL_ERROR, message=f"{label} failed through the gateway: {exc}")
+
+    async def _log(self, upstream: str, params: types.LoggingMessageNotificationParams) -> None:
+        name = upstream if not params.logger else f"{upstream}/{params.logger}"
+        calls = self._calls.get(upstream, [])
+        conns = {id(c): c for c in (_connection(ctx) for ctx in calls) if c is not None} or {
+            id(c): c for c in self._connections
+        }
+        for conn in conns.values():
+            if conn.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                continue  # 2026-07-28 logs ride the request's own stream, by the request's opt-in
+            try:
+                with _handshake_era():
+                    await conn.log(params.level, params.data, logger=name)
+            except Exception as exc:  # a client that just left must not stop the others hearing
+                logger.debug("could not pass on a log message of %r: %s", upstream, exc)
+
+
+@contextlib.contextmanager
+def _handshake_era() -> Iterator[None]:
+    """Roots, sampling and logging are deprecated as of 2026-07-28 (SEP-2577); handshake-era peers use them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        yield
+
+
+def _capabilities(conn: Any) -> types.ClientCapabilities:
+    return getattr(conn, "client_capabilities", None) or types.ClientCapabilities()

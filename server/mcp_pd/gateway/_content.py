@@ -1,0 +1,303 @@
+"""The upstreams' resources, resource templates and prompts, served through the gateway.
+
+Listings are merged live from every upstream that declares the capability (started if need be, so a client sees
+what it would see direct). URIs, templates and prompt names are served as the upstream gives them, and
+namespaced only where two upstreams collide, as tool names are (`_names.py`): a prompt becomes `<upstream>__name`,
+a URI `<upstream>+<uri>`. A read, a prompt or a completion goes back to the upstream that owns the name: one
+listed, one seen in a link, a namespaced one, one matching a single upstream's template, or the only upstream
+that serves resources at all. Resource links and embedded resources in what an upstream returns (tool results,
+prompts, reads) are rewritten the same way, so a link an upstream returned resolves when the client reads it.
+
+Knows nothing about grants, modes or transports: it asks `ClientBridge` to mark which client a call is for.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final, TypeAlias, TypeVar
+
+import anyio
+import mcp_types as types
+from mcp.client.session import ClientSession
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from ._bridge import ClientBridge
+from ._names import Route, assign_names
+from ._pool import Upstream, UpstreamPool, UpstreamUnavailable
+
+__all__ = ["NAMESPACE", "ContentRouter"]
+
+logger = logging.getLogger("mcp_pd.gateway")
+
+Context: TypeAlias = ServerRequestContext[Any, Any]
+T = TypeVar("T")
+NAMESPACE: Final = "+"  # a namespaced URI: "<upstream>+<the upstream's uri>"
+_LINKS: Final = 10_000  # URIs remembered from links in results (least recently seen dropped)
+_PAGES: Final = 100
+RESOURCE_NOT_FOUND: Final = -32002  # what MCP servers answer for an unknown resource
+
+
+class ContentRouter:
+    """resources/*, prompts/* and completion/complete for the gateway's server (see the module's docstring)."""
+
+    def __init__(self, pool: UpstreamPool, bridge: ClientBridge) -> None:
+        self.pool = pool
+        self.bridge = bridge
+        self._owners: dict[str, set[str]] = {}  # a listed URI or template -> the upstreams listing it
+        self._served: dict[str, tuple[str, str]] = {}  # served URI or template -> (upstream, its own)
+        self._links: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._templates: list[tuple[str, str, re.Pattern[str]]] = []  # (upstream, template, its pattern)
+        self._prompts: dict[str, Route] = {}
+
+    # -- which upstreams ------------------------------------------------------------------------------
+    async def _serving(self, capability: str) -> list[tuple[Upstream, ClientSession]]:
+        """Every upstream that declares `capability`, started if need be (one that cannot start is left out)."""
+        found: dict[str, tuple[Upstream, ClientSession]] = {}
+
+        async def one(upstream: Upstream) -> None:
+            try:
+                session = await upstream.ensure()
+            except UpstreamUnavailable as exc:
+                logger.info("listing %s without upstream %r: %s", capability, upstream.name, exc)
+                return
+            if getattr(session.server_capabilities, capability, None) is not None:
+                found[upstream.name] = (upstream, session)
+
+        async with anyio.create_task_group() as tg:
+            for upstream in list(self.pool.upstreams.values()):
+                tg.start_soon(one, upstream)
+        return [found[name] for name in sorted(found)]
+
+    async def _gather(
+        self, capability: str, page: Callable[[ClientSession, str | None], Awaitable[tuple[list[T], str | None]]]
+    ) -> dict[str, list[T]]:
+        """Every page of one listing from each upstream that declares `capability`."""
+        listed: dict[str, list[T]] = {}
+
+        async def one(upstream: Upstream, session: ClientSession) -> None:
+            items: list[T] = []
+            cursor: str | None = None
+            try:
+                for _ in range(_PAGES):
+                    got, cursor = await page(session, cursor)
+                    items.extend(got)
+                    if not cursor:
+                        break
+            except Exception as exc:  # one failing upstream leaves the others' entries listed
+                logger.warning("upstream %r: listing its %s failed: %s", upstream.name, capability, exc)
+            listed[upstream.name] = items
+
+        serving = await self._serving(capability)
+        async with anyio.create_task_group() as tg:
+            for upstream, session in serving:
+                tg.start_soon(one, upstream, session)
+        return {name: listed[name] for name in sorted(listed)}
+
+    # -- resources ------------------------------------------------------------------------------------
+    async def list_resources(self, ctx: Context, params: types.PaginatedRequestParams | None) -> Any:
+        async def page(session: ClientSession, cursor: str | None) -> tuple[list[types.Resource], str | None]:
+            got = await session.list_resources(params=types.PaginatedRequestParams(cursor=cursor))
+            return list(got.resources), got.next_cursor
+
+        listed = await self._gather("resources", page)
+        await self._list_templates()  # what each upstream could serve: links that two could resolve are namespaced
+        served = self._serve({n: [r.uri for r in items] for n, items in listed.items()})
+        resources = [
+            r.model_copy(update={"uri": served[(name, r.uri)]}) for name, items in listed.items() for r in items
+        ]
+        return types.ListResourcesResult(resources=resources)
+
+    async def list_templates(self, ctx: Context, params: types.PaginatedRequestParams | None) -> Any:
+        listed = await self._list_templates()
+        served = self._serve({n: [t.uri_template for t in items] for n, items in listed.items()})
+        templates = [
+            t.model_copy(update={"uri_template": served[(name, t.uri_template)]})
+            for name, items in listed.items()
+            for t in items
+        ]
+        return types.ListResourceTemplatesResult(resource_templates=templates)
+
+    async def _list_templates(self) -> dict[str, list[types.ResourceTemplate]]:
+        async def page(session: ClientSession, cursor: str | None) -> tuple[list[types.ResourceTemplate], str | None]:
+            got = await session.list_resource_templates(params=types.PaginatedRequestParams(cursor=cursor))
+            return list(got.resource_templates), got.next_cursor
+
+        listed = await self._gather("resources", page)
+        self._templates = [
+            (name, t.uri_template, _pattern(t.uri_template)) for name, items in listed.items() for t in items
+        ]
+        return listed
+
+    def _serve(self, listed: dict[str, list[str]]) -> dict[tuple[str, str], str]:
+        """(upstream, its URI) -> the URI served for it, namespaced where two upstreams list the same one."""
+        owners: dict[str, set[str]] = {}
+        for name, uris in listed.items():
+            for uri in uris:
+                owners.setdefault(uri, set()).add(name)
+        served: dict[tuple[str, str], str] = {}
+        for name, uris in listed.items():
+            for uri in uris:
+                shown = uri if len(owners[uri]) == 1 else f"{name}{NAMESPACE}{uri}"
+                served[(name, uri)] = shown
+                self._served[shown] = (name, uri)
+        for uri, names in owners.items():
+            self._owners.setdefault(uri, set()).update(names)
+        return served
+
+    async def read_resource(self, ctx: Context, params: types.ReadResourceRequestParams) -> Any:
+        uri = params.uri
+        route = await self._resource_route(uri)
+        if route is None:
+            raise MCPError(
+                RESOURCE_NOT_FOUND,
+                f"Resource {uri} is not served by any upstream of this gateway (list them with resources/list; "
+                f"a URI one of two upstreams both serve is namespaced as '<upstream>{NAMESPACE}<uri>').",
+                {"uri": uri},
+            )
+        name, own = route
+        upstream = self.pool[name]
+        session = await _session(upstream)
+        with self.bridge.calling(name, ctx):
+            result = await session.read_resource(own)
+        contents = [
+            c.model_copy(update={"uri": uri if c.uri == own else self.served_uri(name, c.uri)}) for c in result.contents
+        ]
+        return result.model_copy(update={"contents": contents})
+
+    async def _resource_route(self, uri: str) -> tuple[str, str] | None:
+        if uri in self._served:
+            return self._served[uri]
+        if uri in self._links:
+            self._links.move_to_end(uri)
+            return self._links[uri]
+        head, sep, rest = uri.partition(NAMESPACE)
+        if sep and rest and head in self.pool.upstreams:
+            return head, rest
+        if not self._templates:
+            await self._list_templates()
+        matched = {name for name, _, pattern in self._templates if pattern.fullmatch(uri)}
+        if len(matched) == 1:
+            return matched.pop(), uri
+        serving = {u.name for u, _ in await self._serving("resources")}
+        if len(serving) == 1:
+            return serving.pop(), uri
+        return None
+
+    def served_uri(self, upstream: str, uri: str) -> str:
+        """The URI a client reads for `upstream`'s `uri` (remembered, so the read comes back to it)."""
+        owners = set(self._owners.get(uri, ())) | {n for n, _, pattern in self._templates if pattern.fullmatch(uri)}
+        linked = self._links.get(uri)
+        if (owners - {upstream}) or (linked is not None and linked[0] != upstream):
+            shown = f"{upstream}{NAMESPACE}{uri}"
+        else:
+            shown = uri
+        self._links[shown] = (upstream, uri)
+        self._links.move_to_end(shown)
+        while len(self._links) > _LINKS:
+            self._links.popitem(last=False)
+        return shown
+
+    def rewrite(self, upstream: str, blocks: Sequence[Any]) -> list[Any] | None:
+        """`blocks` with their resource links and embedded resources served (None when nothing changed)."""
+        out: list[Any] = []
+        changed = False
+        for block in blocks:
+            if isinstance(block, types.ResourceLink):
+                shown = self.served_uri(upstream, block.uri)
+                block = block.model_copy(update={"uri": shown}) if shown != block.uri else block
+            elif isinstance(block, types.EmbeddedResource):
+                shown = self.served_uri(upstream, block.resource.uri)
+                if shown != block.resource.uri:
+                    block = block.model_copy(update={"resource": block.resource.model_copy(update={"uri": shown})})
+            changed = changed or block is not blocks[len(out)]
+            out.append(block)
+        return out if changed else None
+
+    def tool_result(self, upstream: str, result: types.CallToolResult) -> types.CallToolResult:
+        """A tool's result with its links served (the same object when it has none)."""
+        if not any(isinstance(b, (types.ResourceLink, types.EmbeddedResource)) for b in result.content):
+            return result
+        content = self.rewrite(upstream, result.content)
+        return result if content is None else result.model_copy(update={"content": content})
+
+    # -- prompts --------------------------------------------------------------------------------------
+    async def list_prompts(self, ctx: Context, params: types.PaginatedRequestParams | None) -> Any:
+        return types.ListPromptsResult(prompts=await self._list_prompts())
+
+    async def _list_prompts(self) -> list[types.Prompt]:
+        async def page(session: ClientSession, cursor: str | None) -> tuple[list[types.Prompt], str | None]:
+            got = await session.list_prompts(params=types.PaginatedRequestParams(cursor=cursor))
+            return list(got.prompts), got.next_cursor
+
+        listed = await self._gather("prompts", page)
+        prefixes = {n: u.config.prefix for n, u in self.pool.upstreams.items() if u.config.prefix}
+        self._prompts = assign_names({n: [p.name for p in items] for n, items in listed.items()}, prefixes)
+        by_route = {(n, p.name): p for n, items in listed.items() for p in items}
+        return [by_route[(r.server, r.tool)].model_copy(update={"name": served}) for served, r in self._prompts.items()]
+
+    async def _prompt_route(self, name: str) -> Route:
+        if name not in self._prompts:
+            await self._list_prompts()
+        route = self._prompts.get(name)
+        if route is None:
+            raise MCPError(
+                types.INVALID_PARAMS, f"Unknown prompt: '{name}' is not served by any upstream of this gateway."
+            )
+        return route
+
+    async def get_prompt(self, ctx: Context, params: types.GetPromptRequestParams) -> Any:
+        route = await self._prompt_route(params.name)
+        session = await _session(self.pool[route.server])
+        with self.bridge.calling(route.server, ctx):
+            result = await session.get_prompt(route.tool, params.arguments)
+        messages = []
+        for message in result.messages:
+            content = self.rewrite(route.server, [message.content])
+            messages.append(message if content is None else message.model_copy(update={"content": content[0]}))
+        return result.model_copy(update={"messages": messages})
+
+    async def complete(self, ctx: Context, params: types.CompleteRequestParams) -> Any:
+        ref = params.ref
+        own_ref: types.PromptReference | types.ResourceTemplateReference
+        if isinstance(ref, types.PromptReference):
+            route = await self._prompt_route(ref.name)
+            name, own_ref = route.server, ref.model_copy(update={"name": route.tool})
+        else:
+            if ref.uri not in self._served:
+                await self.list_templates(ctx, None)
+            found = self._served.get(ref.uri) or await self._resource_route(ref.uri)
+            if found is None:
+                raise MCPError(types.INVALID_PARAMS, f"Unknown resource template: {ref.uri}")
+            name, own_ref = found[0], ref.model_copy(update={"uri": found[1]})
+        session = await _session(self.pool[name])
+        context = params.context.arguments if params.context is not None else None
+        argument = params.argument.model_dump(by_alias=True)
+        return await session.complete(own_ref, argument, context)
+
+
+async def _session(upstream: Upstream) -> ClientSession:
+    try:
+        return await upstream.ensure()
+    except UpstreamUnavailable as exc:
+        raise MCPError(types.INTERNAL_ERROR, f"{str(exc)[0].upper()}{str(exc)[1:]}.") from None
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    """An RFC 6570 template as a pattern of the URIs it expands to (levels 1-3, enough to route by)."""
+    out: list[str] = []
+    for literal, expression in re.findall(r"([^{]*)(?:\{([^}]*)\})?", template):
+        out.append(re.escape(literal))
+        if not expression:
+            continue
+        operator = expression[0]
+        if operator in "?&":
+            out.append(r"(?:[?&][^#]*)?")
+        elif operator in "+#":
+            out.append(r".*")
+        else:
+            out.append(r"[^/?#]*")
+    return re.compile("".join(out))

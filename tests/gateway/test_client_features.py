@@ -1,0 +1,258 @@
+"""All of MCP through the gateway, not only tool calls: roots, sampling, elicitation, logging, resources (with the
+links upstream tools return), resource templates, prompts and completions, with the npm reference servers as
+upstreams (the filesystem server started with no directory: it takes its folders from the client's roots)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from gateway.gwtest import connect, gateway_params, stdio, write_config
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from pdtest import _wait_for_port, free_port, stop_process
+
+# Roots, sampling and logging are deprecated as of 2026-07-28 (SEP-2577); handshake-era clients still use them.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
+
+
+class Peer:
+    """A client's side of roots, sampling, elicitation and logging, recording what the upstreams asked."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.asked: list[str] = []
+        self.logs: list[types.LoggingMessageNotificationParams] = []
+
+    async def roots(self, ctx: Any) -> types.ListRootsResult:
+        self.asked.append("roots")
+        return types.ListRootsResult(roots=[types.Root(uri=self.root.as_uri(), name="work")])
+
+    async def sampling(self, ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        self.asked.append("sampling")
+        text = f"sampled: {params.messages[0].content.text}"  # type: ignore[union-attr]
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=text), model="peer")
+
+    async def elicitation(self, ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.asked.append("elicitation")
+        return types.ElicitResult(action="accept", content={"name": "Ada", "check": True, "integer": 7})
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.logs.append(params)
+
+    def options(self) -> dict[str, Any]:
+        return {
+            "list_roots_callback": self.roots,
+            "sampling_callback": self.sampling,
+            "elicitation_callback": self.elicitation,
+            "logging_callback": self.log,
+        }
+
+
+def _config(tmp_path: Path, npm: dict[str, Path], mark: str, *, twins: bool = False) -> Path:
+    servers = {
+        "filesystem": stdio("node", str(npm["filesystem"]), mark=mark),  # no directory: roots only
+        "everything": stdio("node", str(npm["everything"]), mark=mark),
+    }
+    if twins:
+        servers["everything-b"] = stdio("node", str(npm["everything"]), mark=mark)
+    return write_config(tmp_path / "servers.json", servers)
+
+
+def _text(result: types.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
+
+
+async def _eventually(check: Any, what: str, timeout: float = 15.0) -> Any:
+    with anyio.move_on_after(timeout):
+        while True:
+            got = await check()
+            if got:
+                return got
+            await anyio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@asynccontextmanager
+async def _http_gateway(config: Path, tmp_path: Path) -> AsyncIterator[str]:
+    port = free_port()
+    params = gateway_params("--config", str(config), "--mode", "eager", "--transport", "http", "--port", str(port))
+    with (tmp_path / "gateway.log").open("wb") as err:
+        proc = subprocess.Popen([params.command, *params.args], stdout=subprocess.DEVNULL, stderr=err, env=params.env)
+        try:
+            _wait_for_port(port, proc)
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            stop_process(proc)
+
+
+async def _roots_sampling_elicitation(client: Client, peer: Peer, files: Path) -> None:
+    # The filesystem server asks the gateway for roots, and the gateway asks this client.
+    async def readable() -> bool:
+        result = await client.call_tool("read_text_file", {"path": str(files / "note.txt")})
+        return not result.is_error and _text(result) == "hello through roots"
+
+    await _eventually(readable, "the filesystem server to allow the client's root")
+    denied = await client.call_tool("read_text_file", {"path": "/etc/hostname"})
+    assert denied.is_error and "Access denied" in _text(denied)  # only the client's root, nothing else
+    assert "roots" in peer.asked
+
+    sampled = await client.call_tool("trigger-sampling-request", {"prompt": "a haiku", "maxTokens": 20})
+    assert not sampled.is_error, sampled
+    assert "sampled: " in _text(sampled) and "a haiku" in _text(sampled)
+    elicited = await client.call_tool("trigger-elicitation-request", {})
+    assert not elicited.is_error, elicited
+    assert "Ada" in _text(elicited)
+    assert {"sampling", "elicitation"} <= set(peer.asked)
+
+
+async def _resources_and_prompts(client: Client) -> None:
+    listed = {r.uri for r in (await client.list_resources()).resources}
+    assert "resource:///tool_descriptions" in listed  # the gateway's own resource stays first
+    static = "demo://resource/static/document/features.md"
+    assert static in listed
+    read = await client.read_resource(static)
+    assert read.contents[0].uri == static and "text" in read.contents[0].model_dump()
+
+    templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+    assert "demo://resource/dynamic/text/{resourceId}" in templates
+    by_template = await client.read_resource("demo://resource/dynamic/text/3")  # never listed: its template routes
+    assert by_template.contents[0].uri == "demo://resource/dynamic/text/3"
+
+    # A link an upstream tool returned resolves through the gateway.
+    links = await client.call_tool("get-resource-links", {"count": 2})
+    uris = [b.uri for b in links.content if isinstance(b, types.ResourceLink)]
+    assert len(uris) == 2
+    for uri in uris:
+        assert (await client.read_resource(uri)).contents[0].uri == uri
+
+    prompts = {p.name for p in (await client.list_prompts()).prompts}
+    assert {"simple-prompt", "args-prompt", "completable-prompt"} <= prompts
+    got = await client.get_prompt("args-prompt", {"city": "Lyon", "state": "Rhône"})
+    assert "Lyon" in json.dumps(got.model_dump(mode="json"))
+    completion = await client.complete(
+        types.PromptReference(name="completable-prompt"), {"name": "department", "value": "E"}
+    )
+    assert "Engineering" in completion.completion.values
+
+    with pytest.raises(MCPError) as unknown:  # the only upstream with resources answers for an unknown URI
+        await client.read_resource("nowhere://at/all")
+    assert "nowhere://at/all" in unknown.value.message
+
+
+@pytest.mark.req("PDX-CARRY-01", "PDX-CARRY-02")
+async def test_everything_passes_through_the_gateway_over_stdio(
+    tmp_path: Path, npm: dict[str, Path], mark: str
+) -> None:
+    files = tmp_path / "work"
+    files.mkdir()
+    (files / "note.txt").write_text("hello through roots")
+    peer = Peer(files)
+    params = gateway_params("--config", str(_config(tmp_path, npm, mark)), "--mode", "eager")
+    async with connect(params, **peer.options()) as client:
+        await _roots_sampling_elicitation(client, peer, files)
+        await _resources_and_prompts(client)
+
+        # Logging: the level goes to the upstreams, their messages come back named after the upstream.
+        await client.set_logging_level("debug")
+        await client.call_tool("toggle-simulated-logging", {})
+        await _eventually(
+            lambda: _async([p for p in peer.logs if (p.logger or "").startswith("everything")]), "an upstream log"
+        )
+
+        # The client's roots change: the upstream is told, asks again, and the new root is the one allowed.
+        other = tmp_path / "other"
+        other.mkdir()
+        (other / "moved.txt").write_text("after the change")
+        peer.root = other
+        await client.session.send_roots_list_changed()
+
+        async def moved() -> bool:
+            result = await client.call_tool("read_text_file", {"path": str(other / "moved.txt")})
+            return not result.is_error
+
+        await _eventually(moved, "the new root")
+        old = await client.call_tool("read_text_file", {"path": str(files / "note.txt")})
+        assert old.is_error and "Access denied" in _text(old)
+
+
+@pytest.mark.req("PDX-CARRY-01")
+async def test_everything_passes_through_the_gateway_over_http(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
+    files = tmp_path / "work"
+    files.mkdir()
+    (files / "note.txt").write_text("hello through roots")
+    peer = Peer(files)
+    async with (
+        _http_gateway(_config(tmp_path, npm, mark), tmp_path) as url,
+        Client(url, mode="legacy", cache=None, **peer.options()) as client,
+    ):
+        await _roots_sampling_elicitation(client, peer, files)
+        await _resources_and_prompts(client)
+
+
+@pytest.mark.req("PDX-CARRY-01")
+async def test_a_client_without_the_capability_is_not_asked(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
+    # Control: with no roots, the filesystem server allows nothing, through the gateway as it does direct.
+    params = gateway_params("--config", str(_config(tmp_path, npm, mark)), "--mode", "eager")
+    async with connect(params) as client:
+        denied = await client.call_tool("read_text_file", {"path": str(tmp_path / "servers.json")})
+        assert denied.is_error and "Access denied" in _text(denied)
+        names = {t.name for t in (await client.list_tools()).tools}
+        # The gateway declares sampling to its upstreams, so the tool is listed; the client never declared it.
+        assert "trigger-sampling-request" in names
+        refused = await client.call_tool("trigger-sampling-request", {"prompt": "x", "maxTokens": 5})
+        assert refused.is_error and "the client did not declare it" in _text(refused)
+
+
+@pytest.mark.req("PDX-CARRY-03")
+async def test_a_2026_client_is_told_why_it_cannot_be_asked(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
+    peer = Peer(tmp_path)
+    params = gateway_params("--config", str(_config(tmp_path, npm, mark)), "--mode", "eager")
+    async with Client(params, cache=None, **peer.options()) as client:  # auto: 2026-07-28 against our server
+        assert client.protocol_version == "2026-07-28"
+        refused = await client.call_tool("trigger-sampling-request", {"prompt": "x", "maxTokens": 5})
+        assert refused.is_error
+        assert "2026-07-28" in _text(refused) and "2025-11-25 handshake" in _text(refused)
+        assert peer.asked == []
+        # Resources and prompts are plain requests: they work in this era too.
+        await _resources_and_prompts(client)
+
+
+@pytest.mark.req("PDX-CARRY-02")
+async def test_twin_upstreams_resources_and_prompts_are_namespaced(
+    tmp_path: Path, npm: dict[str, Path], mark: str
+) -> None:
+    params = gateway_params("--config", str(_config(tmp_path, npm, mark, twins=True)), "--mode", "eager")
+    async with connect(params) as client:
+        listed = {r.uri for r in (await client.list_resources()).resources}
+        static = "demo://resource/static/document/features.md"
+        assert static not in listed
+        assert {f"everything+{static}", f"everything-b+{static}"} <= listed
+        for uri in (f"everything+{static}", f"everything-b+{static}"):
+            assert (await client.read_resource(uri)).contents[0].uri == uri
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+        assert {"everything__simple-prompt", "everything-b__simple-prompt"} <= prompts
+        assert "simple-prompt" not in prompts
+        got = await client.get_prompt("everything-b__simple-prompt")
+        assert got.messages
+        with pytest.raises(MCPError) as unknown:  # two upstreams serve resources: nobody is guessed
+            await client.read_resource("nowhere://at/all")
+        assert "not served by any upstream" in unknown.value.message
+
+        # A link returned by one twin is namespaced to it, and reads back from it.
+        links = await client.call_tool("everything-b__get-resource-links", {"count": 1})
+        uris = [b.uri for b in links.content if isinstance(b, types.ResourceLink)]
+        assert uris, links
+        assert all(u.startswith("everything-b+demo://") for u in uris), uris
+        assert (await client.read_resource(uris[0])).contents[0].uri == uris[0]
+
+
+async def _async(value: Any) -> Any:
+    return value
