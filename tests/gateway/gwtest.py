@@ -26,6 +26,8 @@ PINNED = {
     "memory": ("@modelcontextprotocol/server-memory", "2026.8.31"),
     "everything": ("@modelcontextprotocol/server-everything", "2026.8.31"),
     "filesystem": ("@modelcontextprotocol/server-filesystem", "2026.8.31"),
+    # The official conformance harness (0.1.14 and later need node 22's fs.globSync; this machine has node 20).
+    "conformance": ("@modelcontextprotocol/conformance", "0.1.13"),
 }
 MARK = "MCP_PD_GATEWAY_TEST_MARK"
 

@@ -63,6 +63,8 @@ class ClientBridge:
         self._connections: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
         self._joined = anyio.Event()
         self.level: types.LoggingLevel | None = None
+        # Told of every notification an upstream sends (resource updates, list changes), after the pool saw it.
+        self.listeners: list[Callable[[str, Any], Awaitable[None]]] = []
 
     # -- what the gateway tells the bridge ------------------------------------------------------------
     @contextlib.contextmanager
@@ -115,8 +117,17 @@ class ClientBridge:
         return types.EmptyResult()
 
     # -- what upstreams ask ---------------------------------------------------------------------------
-    def client_options(self, upstream: str) -> dict[str, Any]:
-        """The upstream client's callbacks (so the gateway declares roots, sampling and elicitation to it)."""
+    def client_options(self, upstream: str, on_message: Callable[[Any], Awaitable[None]]) -> dict[str, Any]:
+        """The upstream client's callbacks (so the gateway declares roots, sampling and elicitation to it);
+        `on_message` is the pool's own handler of the upstream's notifications."""
+
+        async def message(notice: Any) -> None:
+            await on_message(notice)
+            for listener in self.listeners:
+                try:
+                    await listener(upstream, notice)
+                except Exception:
+                    logger.exception("a listener of upstream %r's notifications failed", upstream)
 
         async def sampling(
             context: ClientRequestContext, params: types.CreateMessageRequestParams
@@ -144,6 +155,7 @@ class ClientBridge:
             "list_roots_callback": roots,
             "logging_callback": log,
             "log_level": self.level,
+            "message_handler": message,
         }
 
     async def _target(self, upstream: str) -> tuple[Context | None, Any] | str:
@@ -218,6 +230,12 @@ class ClientBridge:
                     await conn.log(params.level, params.data, logger=name)
             except Exception as exc:  # a client that just left must not stop the others hearing
                 logger.debug("could not pass on a log message of %r: %s", upstream, exc)
+
+    def connection(self, ctx: Context) -> Any:
+        """`ctx`'s handshake-era connection (remembered), or None."""
+        self.seen(ctx)
+        conn = _connection(ctx)
+        return conn if conn in self._connections else None
 
 
 @contextlib.contextmanager

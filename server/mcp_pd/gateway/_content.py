@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import re
+import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeAlias, TypeVar
@@ -23,7 +25,7 @@ import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.server.context import ServerRequestContext
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 
 from ._bridge import ClientBridge
 from ._names import Route, assign_names
@@ -52,6 +54,8 @@ class ContentRouter:
         self._links: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._templates: list[tuple[str, str, re.Pattern[str]]] = []  # (upstream, template, its pattern)
         self._prompts: dict[str, Route] = {}
+        self._subscribers: dict[str, weakref.WeakSet[Any]] = {}  # served URI -> the connections subscribed
+        bridge.listeners.append(self._notified)
 
     # -- which upstreams ------------------------------------------------------------------------------
     async def _serving(self, capability: str) -> list[tuple[Upstream, ClientSession]]:
@@ -223,6 +227,40 @@ class ContentRouter:
             return result
         content = self.rewrite(upstream, result.content)
         return result if content is None else result.model_copy(update={"content": content})
+
+    # -- subscriptions --------------------------------------------------------------------------------
+    async def subscribe(self, ctx: Context, params: types.SubscribeRequestParams) -> Any:
+        await self._subscription(ctx, params.uri, subscribe=True)
+        return types.EmptyResult()
+
+    async def unsubscribe(self, ctx: Context, params: types.UnsubscribeRequestParams) -> Any:
+        await self._subscription(ctx, params.uri, subscribe=False)
+        return types.EmptyResult()
+
+    async def _subscription(self, ctx: Context, uri: str, *, subscribe: bool) -> None:
+        route = await self._resource_route(uri)
+        if route is None:
+            raise MCPError(RESOURCE_NOT_FOUND, f"Resource {uri} is not served by any upstream of this gateway.")
+        name, own = route
+        session = await _session(self.pool[name])
+        conn = self.bridge.connection(ctx)
+        subscribers = self._subscribers.setdefault(uri, weakref.WeakSet())
+        if conn is not None:
+            (subscribers.add if subscribe else subscribers.discard)(conn)
+        # The upstream keeps one subscription for all the gateway's clients: the last to leave ends it.
+        if subscribe or not subscribers:
+            with warnings.catch_warnings():  # resources/subscribe is handshake-era only (2026-07-28 listens)
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await (session.subscribe_resource if subscribe else session.unsubscribe_resource)(own)
+
+    async def _notified(self, upstream: str, notice: Any) -> None:
+        if isinstance(notice, types.ResourceUpdatedNotification):
+            shown = self.served_uri(upstream, notice.params.uri)
+            for conn in list(self._subscribers.get(shown, ())):
+                try:
+                    await conn.send_resource_updated(shown)
+                except Exception as exc:  # a client that just left must not stop the others hearing
+                    logger.debug("could not pass on a resource update: %s", exc)
 
     # -- prompts --------------------------------------------------------------------------------------
     async def list_prompts(self, ctx: Context, params: types.PaginatedRequestParams | None) -> Any:

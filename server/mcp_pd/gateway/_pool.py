@@ -180,9 +180,8 @@ class Upstream:
                         transport,
                         mode="legacy",  # the handshake era: one session, notifications on it, Mcp-Session-Id on HTTP
                         cache=None,
-                        message_handler=self._on_message,
                         client_info=types.Implementation(name="mcp-pd-gateway", version=__version__),
-                        **self.pool.bridge.client_options(self.name),  # what it may ask of clients
+                        **self.pool.bridge.client_options(self.name, self._on_message),  # what it asks of clients
                     )
                     await stack.enter_async_context(client)
                     session = client.session

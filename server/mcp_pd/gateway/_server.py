@@ -254,6 +254,8 @@ def build_gateway(
             on_list_resources=content.list_resources,
             on_list_resource_templates=content.list_templates,
             on_read_resource=content.read_resource,
+            on_subscribe_resource=content.subscribe,
+            on_unsubscribe_resource=content.unsubscribe,
             on_list_prompts=content.list_prompts,
             on_get_prompt=content.get_prompt,
             on_completion=content.complete,
