@@ -9,11 +9,12 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp import Client, StdioServerParameters
 
 HERE = Path(__file__).resolve().parent
@@ -142,3 +143,14 @@ async def describe(client: Client, *names: str) -> dict[str, Any]:
     document = json.loads(result.content[0].text)
     assert all("inputSchema" in document[n] for n in names), document
     return document
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], what: str = "the condition", timeout: float = 20.0) -> Any:
+    """The first truthy value `check()` gives, polled every 0.1 s; AssertionError naming `what` after `timeout`."""
+    with anyio.move_on_after(timeout):
+        while True:
+            value = await check()
+            if value:
+                return value
+            await anyio.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")

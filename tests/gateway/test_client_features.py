@@ -11,10 +11,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 import pytest
-from gateway.gwtest import connect, gateway_params, stdio, write_config
+from gateway.gwtest import connect, eventually, gateway_params, stdio, write_config
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pdtest import _wait_for_port, free_port, stop_process
@@ -70,16 +69,6 @@ def _text(result: types.CallToolResult) -> str:
     return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
 
 
-async def _eventually(check: Any, what: str, timeout: float = 15.0) -> Any:
-    with anyio.move_on_after(timeout):
-        while True:
-            got = await check()
-            if got:
-                return got
-            await anyio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 @asynccontextmanager
 async def _http_gateway(config: Path, tmp_path: Path) -> AsyncIterator[str]:
     port = free_port()
@@ -99,7 +88,7 @@ async def _roots_sampling_elicitation(client: Client, peer: Peer, files: Path) -
         result = await client.call_tool("read_text_file", {"path": str(files / "note.txt")})
         return not result.is_error and _text(result) == "hello through roots"
 
-    await _eventually(readable, "the filesystem server to allow the client's root")
+    await eventually(readable, "the filesystem server to allow the client's root")
     denied = await client.call_tool("read_text_file", {"path": "/etc/hostname"})
     assert denied.is_error and "Access denied" in _text(denied)  # only the client's root, nothing else
     assert "roots" in peer.asked
@@ -163,9 +152,11 @@ async def test_everything_passes_through_the_gateway_over_stdio(
         # Logging: the level goes to the upstreams, their messages come back named after the upstream.
         await client.set_logging_level("debug")
         await client.call_tool("toggle-simulated-logging", {})
-        await _eventually(
-            lambda: _async([p for p in peer.logs if (p.logger or "").startswith("everything")]), "an upstream log"
-        )
+
+        async def logged() -> bool:
+            return any((p.logger or "").startswith("everything") for p in peer.logs)
+
+        await eventually(logged, "an upstream log")
 
         # The client's roots change: the upstream is told, asks again, and the new root is the one allowed.
         other = tmp_path / "other"
@@ -178,7 +169,7 @@ async def test_everything_passes_through_the_gateway_over_stdio(
             result = await client.call_tool("read_text_file", {"path": str(other / "moved.txt")})
             return not result.is_error
 
-        await _eventually(moved, "the new root")
+        await eventually(moved, "the new root")
         old = await client.call_tool("read_text_file", {"path": str(files / "note.txt")})
         assert old.is_error and "Access denied" in _text(old)
 
@@ -252,7 +243,3 @@ async def test_twin_upstreams_resources_and_prompts_are_namespaced(
         assert uris, links
         assert all(u.startswith("everything-b+demo://") for u in uris), uris
         assert (await client.read_resource(uris[0])).contents[0].uri == uris[0]
-
-
-async def _async(value: Any) -> Any:
-    return value

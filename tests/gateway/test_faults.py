@@ -21,6 +21,7 @@ from gateway.gwtest import (
     connect,
     describe,
     error_of,
+    eventually,
     gateway_params,
     marked_pids,
     stdio,
@@ -39,15 +40,6 @@ def _text(result: types.CallToolResult) -> str:
     block = result.content[0]
     assert isinstance(block, types.TextContent)
     return block.text
-
-
-async def _eventually(check: Any, timeout: float = 20.0) -> Any:
-    with anyio.fail_after(timeout):
-        while True:
-            value = await check()
-            if value:
-                return value
-            await anyio.sleep(0.2)
 
 
 async def test_killed_mid_call_is_reported_and_restarted_while_others_serve(
@@ -83,7 +75,7 @@ async def test_killed_mid_call_is_reported_and_restarted_while_others_serve(
             result = await client.call_tool("pid", {})
             return None if result.is_error else int(_text(result))
 
-        second = await _eventually(restarted)
+        second = await eventually(restarted)
         assert second != first
         assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {"sum": 3}
 
@@ -137,14 +129,14 @@ async def test_garbage_progress_cancellation_and_list_changed(tmp_path: Path, ma
         async def cancelled_upstream() -> bool:
             return marker.exists() and marker.read_text() == "cancelled"
 
-        await _eventually(cancelled_upstream, timeout=10)
+        await eventually(cancelled_upstream, timeout=10)
 
         assert _text(await client.call_tool("add_tool", {"name": "late_tool"})) == "added"
 
         async def announced() -> bool:
             return any(isinstance(n, types.ToolListChangedNotification) for n in notifications)
 
-        await _eventually(announced, timeout=10)
+        await eventually(announced, timeout=10)
         assert "late_tool" in {t.name for t in (await client.list_tools()).tools}
         await describe(client, "late_tool")
         assert _text(await client.call_tool("late_tool", {})) == "late_tool ran"

@@ -63,6 +63,9 @@ class ClientBridge:
         self._connections: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
         self._joined = anyio.Event()
         self.level: types.LoggingLevel | None = None
+        # Upstreams whose last roots request reached no client (none connected yet, or over HTTP no stream open
+        # outside a call): the next call to one first has it ask again, on that call's own stream.
+        self._roots_owed: dict[str, anyio.Event] = {}
         # Told of every notification an upstream sends (resource updates, list changes), after the pool saw it.
         self.listeners: list[Callable[[str, Any], Awaitable[None]]] = []
 
@@ -144,6 +147,12 @@ class ClientBridge:
         async def roots(context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
             answer: types.ListRootsResult | types.ErrorData
             answer = await self._ask(upstream, types.ListRootsRequest(), types.ListRootsResult, "roots", "Roots")
+            if isinstance(answer, types.ListRootsResult):
+                owed = self._roots_owed.pop(upstream, None)
+                if owed is not None:
+                    owed.set()
+            elif answer.code != types.INVALID_REQUEST or "not available" in answer.message:
+                self._roots_owed.setdefault(upstream, anyio.Event())  # nobody could be asked: ask on the next call
             return answer
 
         async def log(params: types.LoggingMessageNotificationParams) -> None:
@@ -157,6 +166,21 @@ class ClientBridge:
             "log_level": self.level,
             "message_handler": message,
         }
+
+    async def before_call(self, upstream: str, session: ClientSession | None) -> None:
+        """Inside `calling`: an upstream whose roots reached no client is told they changed, and the call waits
+        (up to 2 s) until it has asked again, so the call runs with the caller's roots."""
+        owed = self._roots_owed.get(upstream)
+        if owed is None or session is None:
+            return
+        try:
+            with _handshake_era():
+                await session.send_roots_list_changed()
+        except Exception as exc:
+            logger.info("upstream %r: could not pass on a roots change: %s", upstream, exc)
+            return
+        with anyio.move_on_after(2.0):
+            await owed.wait()
 
     async def _target(self, upstream: str) -> tuple[Context | None, Any] | str:
         """(the call's context or None, its connection), or why there is nobody to ask."""

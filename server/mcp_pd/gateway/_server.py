@@ -175,6 +175,7 @@ class Gateway:
         if route is None:
             return await self.run(params.name, params.arguments, meta=meta)
         with self.bridge.calling(route.server, ctx):  # whom the upstream's own requests are for, meanwhile
+            await self.bridge.before_call(route.server, self.pool[route.server].session)
             return await self.run(params.name, params.arguments, meta=meta, progress=_progress_forwarder(ctx))
 
     def route(self, name: str) -> tuple[Upstream, str] | None:
