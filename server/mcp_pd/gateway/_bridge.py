@@ -26,7 +26,7 @@ import logging
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 import anyio
 import mcp_types as types
@@ -36,12 +36,13 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-__all__ = ["ClientBridge"]
+__all__ = ["ClientBridge", "handshake_era"]
 
 logger = logging.getLogger("mcp_pd.gateway")
 
 Context: TypeAlias = ServerRequestContext[Any, Any]
 Sessions: TypeAlias = Callable[[], list[tuple[str, ClientSession]]]
+Outcome: TypeAlias = Literal["answered", "refused", "unreached"]
 # How long an upstream's request waits for a first client to connect: an upstream started with the gateway asks
 # for roots before the client that launched the gateway has finished its handshake.
 FIRST_CLIENT_WAIT: Final = 10.0
@@ -98,11 +99,7 @@ class ClientBridge:
         """`notifications/roots/list_changed`, passed to every ready upstream (each asks for the roots again)."""
         self.seen(ctx)
         for name, session in self._sessions():
-            try:
-                with _handshake_era():
-                    await session.send_roots_list_changed()
-            except Exception as exc:  # one upstream gone must not keep the others from hearing
-                logger.info("upstream %r: could not pass on a roots change: %s", name, exc)
+            await _tell_roots_changed(name, session)
 
     async def set_level(self, ctx: Context, params: types.SetLevelRequestParams) -> types.EmptyResult:
         """`logging/setLevel`, passed to every ready upstream that logs (and to each that starts later)."""
@@ -113,7 +110,7 @@ class ClientBridge:
             if capabilities is None or capabilities.logging is None:
                 continue
             try:
-                with _handshake_era():
+                with handshake_era():
                     await session.set_logging_level(params.level)
             except Exception as exc:
                 logger.info("upstream %r: could not set its log level: %s", name, exc)
@@ -147,12 +144,6 @@ class ClientBridge:
         async def roots(context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
             answer: types.ListRootsResult | types.ErrorData
             answer = await self._ask(upstream, types.ListRootsRequest(), types.ListRootsResult, "roots", "Roots")
-            if isinstance(answer, types.ListRootsResult):
-                owed = self._roots_owed.pop(upstream, None)
-                if owed is not None:
-                    owed.set()
-            elif answer.code != types.INVALID_REQUEST or "not available" in answer.message:
-                self._roots_owed.setdefault(upstream, anyio.Event())  # nobody could be asked: ask on the next call
             return answer
 
         async def log(params: types.LoggingMessageNotificationParams) -> None:
@@ -171,13 +162,7 @@ class ClientBridge:
         """Inside `calling`: an upstream whose roots reached no client is told they changed, and the call waits
         (up to 2 s) until it has asked again, so the call runs with the caller's roots."""
         owed = self._roots_owed.get(upstream)
-        if owed is None or session is None:
-            return
-        try:
-            with _handshake_era():
-                await session.send_roots_list_changed()
-        except Exception as exc:
-            logger.info("upstream %r: could not pass on a roots change: %s", upstream, exc)
+        if owed is None or session is None or not await _tell_roots_changed(upstream, session):
             return
         with anyio.move_on_after(2.0):
             await owed.wait()
@@ -208,22 +193,36 @@ class ClientBridge:
         )
 
     async def _ask(self, upstream: str, request: Any, result_type: type[Any], capability: str, label: str) -> Any:
+        answer, outcome = await self._answer(upstream, request, result_type, capability, label)
+        if capability == "roots" and outcome == "answered":
+            owed = self._roots_owed.pop(upstream, None)
+            if owed is not None:
+                owed.set()
+        elif capability == "roots" and outcome == "unreached":  # the next call asks again, on its own stream
+            self._roots_owed.setdefault(upstream, anyio.Event())
+        return answer
+
+    async def _answer(
+        self, upstream: str, request: Any, result_type: type[Any], capability: str, label: str
+    ) -> tuple[Any, Outcome]:
+        """(the client's answer or an error for the upstream, and which: `refused` for a client that cannot be
+        asked or said -32600, `unreached` when nobody could be asked or the request failed on the way)."""
         target = await self._target(upstream)
         if isinstance(target, str):
-            return types.ErrorData(code=types.INVALID_REQUEST, message=f"{label} not available: {target}.")
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"{label} not available: {target}."), "unreached"
         ctx, conn = target
         era = getattr(conn, "protocol_version", None)
         if era in MODERN_PROTOCOL_VERSIONS:
-            return types.ErrorData(
+            refusal = types.ErrorData(
                 code=types.INVALID_REQUEST,
                 message=f"{label} not supported: the client speaks {era}, where a server cannot send it a request "
                 "during a call; connect with the 2025-11-25 handshake to use this upstream's "
                 f"{capability} through the gateway.",
             )
+            return refusal, "refused"
         if getattr(_capabilities(conn), capability) is None:
-            return types.ErrorData(
-                code=types.INVALID_REQUEST, message=f"{label} not supported: the client did not declare it."
-            )
+            message = f"{label} not supported: the client did not declare it."
+            return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused"
         try:
             if ctx is not None and ctx.request_id is not None:
                 # On the call's own stream: over HTTP that is the response stream of the client's request.
@@ -233,12 +232,13 @@ class ClientBridge:
                 )
             else:
                 sent = conn.send_request(request, opts={"timeout": REQUEST_TIMEOUT})
-            return await sent
+            return await sent, "answered"
         except MCPError as exc:
-            return exc.error
+            return exc.error, "refused" if exc.error.code == types.INVALID_REQUEST else "unreached"
         except Exception as exc:
             logger.info("upstream %r: passing on its %s request failed: %s", upstream, capability, exc)
-            return types.ErrorData(code=types.INTERNAL_ERROR, message=f"{label} failed through the gateway: {exc}")
+            failed = types.ErrorData(code=types.INTERNAL_ERROR, message=f"{label} failed through the gateway: {exc}")
+            return failed, "unreached"
 
     async def _log(self, upstream: str, params: types.LoggingMessageNotificationParams) -> None:
         name = upstream if not params.logger else f"{upstream}/{params.logger}"
@@ -250,7 +250,7 @@ class ClientBridge:
             if conn.protocol_version in MODERN_PROTOCOL_VERSIONS:
                 continue  # 2026-07-28 logs ride the request's own stream, by the request's opt-in
             try:
-                with _handshake_era():
+                with handshake_era():
                     await conn.log(params.level, params.data, logger=name)
             except Exception as exc:  # a client that just left must not stop the others hearing
                 logger.debug("could not pass on a log message of %r: %s", upstream, exc)
@@ -262,8 +262,19 @@ class ClientBridge:
         return conn if conn in self._connections else None
 
 
+async def _tell_roots_changed(upstream: str, session: ClientSession) -> bool:
+    """Send `notifications/roots/list_changed` to one upstream; False (logged) when it could not be sent."""
+    try:
+        with handshake_era():
+            await session.send_roots_list_changed()
+    except Exception as exc:  # one upstream gone must not keep the others from hearing
+        logger.info("upstream %r: could not pass on a roots change: %s", upstream, exc)
+        return False
+    return True
+
+
 @contextlib.contextmanager
-def _handshake_era() -> Iterator[None]:
+def handshake_era() -> Iterator[None]:
     """Roots, sampling and logging are deprecated as of 2026-07-28 (SEP-2577); handshake-era peers use them."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MCPDeprecationWarning)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import re
-import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
@@ -25,9 +24,9 @@ import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.server.context import ServerRequestContext
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.exceptions import MCPError
 
-from ._bridge import ClientBridge
+from ._bridge import ClientBridge, handshake_era
 from ._names import Route, assign_names
 from ._pool import Upstream, UpstreamPool, UpstreamUnavailable
 
@@ -249,8 +248,7 @@ class ContentRouter:
             (subscribers.add if subscribe else subscribers.discard)(conn)
         # The upstream keeps one subscription for all the gateway's clients: the last to leave ends it.
         if subscribe or not subscribers:
-            with warnings.catch_warnings():  # resources/subscribe is handshake-era only (2026-07-28 listens)
-                warnings.simplefilter("ignore", MCPDeprecationWarning)
+            with handshake_era():  # resources/subscribe is handshake-era only (2026-07-28 listens)
                 await (session.subscribe_resource if subscribe else session.unsubscribe_resource)(own)
 
     async def _notified(self, upstream: str, notice: Any) -> None:
@@ -307,7 +305,7 @@ class ContentRouter:
         else:
             if ref.uri not in self._served:
                 await self.list_templates(ctx, None)
-            found = self._served.get(ref.uri) or await self._resource_route(ref.uri)
+            found = await self._resource_route(ref.uri)
             if found is None:
                 raise MCPError(types.INVALID_PARAMS, f"Unknown resource template: {ref.uri}")
             name, own_ref = found[0], ref.model_copy(update={"uri": found[1]})

@@ -7,7 +7,6 @@ constructs it): describe-before-call is enforced here, per client session, while
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,6 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.exceptions import MCPDeprecationWarning
 
 from mcp_pd._errors import ErrorCode, Refusal
 from mcp_pd._extension import DESCRIBE_TOOL, ProgressiveDisclosure
@@ -25,6 +23,7 @@ from mcp_pd._metatools import META_TOOLS
 from mcp_pd._store import CATEGORY_META
 from mcp_pd._version import VERSION
 
+from ._bridge import handshake_era
 from ._content import ContentRouter
 from ._names import Route, assign_names
 from ._pool import Upstream, UpstreamPool, UpstreamUnavailable
@@ -242,10 +241,7 @@ def build_gateway(
         reserved = frozenset()
     gateway = Gateway(pool, cached=cached, reserved=reserved, categories=mode == "catalog")
     content, bridge = gateway.content, gateway.bridge
-    with warnings.catch_warnings():
-        # Roots and logging are deprecated as of 2026-07-28 (SEP-2577), but handshake-era clients and upstreams
-        # use them, and a gateway carries what its upstreams serve.
-        warnings.simplefilter("ignore", MCPDeprecationWarning)
+    with handshake_era():  # a gateway carries the roots and logging its clients and upstreams use
         server: Server[Any] = Server(
             name,
             version=VERSION,
