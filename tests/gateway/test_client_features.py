@@ -203,17 +203,91 @@ async def test_a_client_without_the_capability_is_not_asked(tmp_path: Path, npm:
 
 
 @pytest.mark.req("PDX-CARRY-03")
-async def test_a_2026_client_is_told_why_it_cannot_be_asked(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
+async def test_a_2026_client_is_asked_in_input_required_rounds(
+    tmp_path: Path, npm: dict[str, Path], mark: str
+) -> None:
+    # A 2026-07-28 client has no back-channel: the gateway answers input_required with the upstream's request, the
+    # SDK client answers it through the same callbacks and retries, and the parked upstream call goes on.
+    files = tmp_path / "work"
+    files.mkdir()
+    (files / "note.txt").write_text("hello through roots")
+    peer = Peer(files)
+    config = _config(tmp_path, npm, mark)
+    async with Client(gateway_params("--config", str(config), "--mode", "eager"), cache=None, **peer.options()) as client:
+        assert client.protocol_version == "2026-07-28"  # auto, against our server
+        await _roots_sampling_elicitation(client, peer, files)
+        await _resources_and_prompts(client)
+    peer.asked.clear()
+    async with (
+        _http_gateway(config, tmp_path) as url,
+        Client(url, cache=None, **peer.options()) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        await _roots_sampling_elicitation(client, peer, files)
+
+
+@pytest.mark.req("PDX-CARRY-03")
+async def test_a_2026_round_resumes_only_with_its_own_state(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
+    # Driving the rounds by hand: the requestState is single-use and bound to its request; a client that never
+    # comes back leaves nothing behind (the mark fixture checks every upstream process is gone at the end).
     peer = Peer(tmp_path)
     params = gateway_params("--config", str(_config(tmp_path, npm, mark)), "--mode", "eager")
-    async with Client(params, cache=None, **peer.options()) as client:  # auto: 2026-07-28 against our server
-        assert client.protocol_version == "2026-07-28"
-        refused = await client.call_tool("trigger-sampling-request", {"prompt": "x", "maxTokens": 5})
-        assert refused.is_error
-        assert "2026-07-28" in _text(refused) and "2025-11-25 handshake" in _text(refused)
-        assert peer.asked == []
-        # Resources and prompts are plain requests: they work in this era too.
-        await _resources_and_prompts(client)
+    async with Client(params, cache=None, **peer.options()) as client:
+        session = client.session
+        arguments = {"prompt": "a haiku", "maxTokens": 20}
+        first = await session.call_tool("trigger-sampling-request", arguments, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult), first
+        assert first.request_state and first.input_requests
+        ((key, asked),) = first.input_requests.items()
+        assert isinstance(asked, types.CreateMessageRequest)
+        answer = await peer.sampling(None, asked.params)
+
+        with pytest.raises(MCPError) as other:  # the same state for another request: refused, the call stays parked
+            await session.call_tool(
+                "trigger-sampling-request",
+                {"prompt": "something else", "maxTokens": 20},
+                input_responses={key: answer},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+        assert "requestState is unknown, already used or lapsed" in other.value.message
+
+        done = await session.call_tool(
+            "trigger-sampling-request",
+            arguments,
+            input_responses={key: answer},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(done, types.CallToolResult) and not done.is_error, done
+        assert "sampled: " in _text(done) and "a haiku" in _text(done)
+
+        with pytest.raises(MCPError) as again:  # single use
+            await session.call_tool(
+                "trigger-sampling-request",
+                arguments,
+                input_responses={key: answer},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+        assert "already used" in again.value.message
+
+        # A retry that leaves the request unanswered: the upstream is told so, and says it failed.
+        second = await session.call_tool("trigger-sampling-request", arguments, allow_input_required=True)
+        assert isinstance(second, types.InputRequiredResult) and second.request_state
+        unanswered = await session.call_tool(
+            "trigger-sampling-request",
+            arguments,
+            input_responses={},
+            request_state=second.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(unanswered, types.CallToolResult) and unanswered.is_error, unanswered
+        assert "did not answer" in _text(unanswered)
+
+        # Parked and never resumed: the client leaves, the gateway stops (the upstreams with it).
+        third = await session.call_tool("trigger-elicitation-request", {}, allow_input_required=True)
+        assert isinstance(third, types.InputRequiredResult)
 
 
 @pytest.mark.req("PDX-CARRY-02")

@@ -9,9 +9,10 @@ Each upstream has one session, shared by the gateway's clients (`_pool.py`). A r
   and none is calling, the gateway cannot tell whose request it is, so it answers with an error that says so
   rather than ask (or show one user's files to) the wrong person.
 
-A client that speaks 2026-07-28 cannot be asked mid-call (that era has no back-channel for requests; its
-servers answer `input_required` instead), and a client that did not declare the capability is not asked: both
-get the error the SDK gives a client without the capability, with the reason. Log messages of an upstream go to
+A client that speaks 2026-07-28 has no back-channel: its call is answered `input_required` with the upstream's
+request inside, and the upstream call waits, parked, for the client's retry with the answer (`_rounds.py`). A
+client that did not declare the capability is not asked: the upstream gets the error the SDK gives a client
+without the capability, with the reason. Log messages of an upstream go to
 the clients its calls are for (else to every connected client), named `<upstream>` or `<upstream>/<logger>`;
 `logging/setLevel` and `notifications/roots/list_changed` go to every ready upstream, and so does a roots change
 when the first client that has roots connects (an upstream started before it asked nobody).
@@ -30,11 +31,15 @@ from typing import Any, Final, Literal, TypeAlias
 
 import anyio
 import mcp_types as types
+from anyio.abc import TaskGroup
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from ._rounds import Rounds
 
 __all__ = ["ClientBridge", "handshake_era"]
 
@@ -56,9 +61,17 @@ def _connection(ctx: Context) -> Any:
 class ClientBridge:
     """Routes upstream-to-client requests and client-to-upstream notices (see the module's docstring)."""
 
-    def __init__(self, sessions: Sessions, *, first_client_wait: float = FIRST_CLIENT_WAIT) -> None:
-        # `sessions()`: (upstream name, ready session) for every upstream that has one now.
+    def __init__(
+        self,
+        sessions: Sessions,
+        *,
+        task_group: Callable[[], TaskGroup | None] = lambda: None,
+        first_client_wait: float = FIRST_CLIENT_WAIT,
+    ) -> None:
+        # `sessions()`: (upstream name, ready session) for every upstream that has one now; `task_group()`: where
+        # a 2026-07-28 client's upstream call waits for its input between rounds.
         self._sessions = sessions
+        self.rounds = Rounds(task_group)
         self._wait = first_client_wait
         self._calls: dict[str, list[Context]] = {}
         self._connections: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
@@ -71,6 +84,29 @@ class ClientBridge:
         self.listeners: list[Callable[[str, Any], Awaitable[None]]] = []
 
     # -- what the gateway tells the bridge ------------------------------------------------------------
+    async def call(
+        self,
+        upstream: str,
+        ctx: Context,
+        params: types.InputResponseRequestParams,
+        request: tuple[str, str, Any],
+        work: Callable[[], Awaitable[Any]],
+    ) -> Any:
+        """`work` (the upstream side of `ctx`'s request) run while `upstream` serves `ctx`'s client, so what the
+        upstream asks meanwhile goes to that client; for a 2026-07-28 client that can be asked, its result or
+        `input_required` (`request` = method, name or URI, arguments: what a retry repeats)."""
+
+        async def called() -> Any:
+            with self.calling(upstream, ctx):
+                return await work()
+
+        conn = _connection(ctx)
+        if getattr(conn, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS:
+            wanted = _capabilities(conn)
+            if wanted.roots or wanted.sampling or wanted.elicitation:
+                return await self.rounds.serve(ctx, params, request, called)
+        return await called()
+
     @contextlib.contextmanager
     def calling(self, upstream: str, ctx: Context) -> Iterator[None]:
         """While the block runs, `upstream` is serving a call of `ctx`'s client."""
@@ -211,18 +247,12 @@ class ClientBridge:
         if isinstance(target, str):
             return types.ErrorData(code=types.INVALID_REQUEST, message=f"{label} not available: {target}."), "unreached"
         ctx, conn = target
-        era = getattr(conn, "protocol_version", None)
-        if era in MODERN_PROTOCOL_VERSIONS:
-            refusal = types.ErrorData(
-                code=types.INVALID_REQUEST,
-                message=f"{label} not supported: the client speaks {era}, where a server cannot send it a request "
-                "during a call; connect with the 2025-11-25 handshake to use this upstream's "
-                f"{capability} through the gateway.",
-            )
-            return refusal, "refused"
         if getattr(_capabilities(conn), capability) is None:
             message = f"{label} not supported: the client did not declare it."
             return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused"
+        era = getattr(conn, "protocol_version", None)
+        if era in MODERN_PROTOCOL_VERSIONS:
+            return await self._ask_in_rounds(ctx, request, result_type, capability, label)
         try:
             if ctx is not None and ctx.request_id is not None:
                 # On the call's own stream: over HTTP that is the response stream of the client's request.
@@ -239,6 +269,23 @@ class ClientBridge:
             logger.info("upstream %r: passing on its %s request failed: %s", upstream, capability, exc)
             failed = types.ErrorData(code=types.INTERNAL_ERROR, message=f"{label} failed through the gateway: {exc}")
             return failed, "unreached"
+
+    async def _ask_in_rounds(
+        self, ctx: Context | None, request: Any, result_type: type[Any], capability: str, label: str
+    ) -> tuple[Any, Outcome]:
+        """Ask a 2026-07-28 client through its call's next `input_required` round."""
+        exchange = None if ctx is None else self.rounds.exchange(ctx)
+        if exchange is None:  # not inside one of its calls (a completion, say): there is no round to ask in
+            message = f"{label} not available: the client speaks 2026-07-28 and is asked only during its calls."
+            return types.ErrorData(code=types.INVALID_REQUEST, message=message), "unreached"
+        answer = await exchange.ask(capability, request)
+        if isinstance(answer, types.ErrorData):
+            return answer, "refused" if answer.code == types.INVALID_REQUEST else "unreached"
+        try:  # the client's answer was read as any input response: hold it to the one this request expects
+            return result_type.model_validate(answer.model_dump(by_alias=True, exclude_none=True)), "answered"
+        except ValidationError as exc:
+            message = f"The client's answer is not a {capability} result: {exc.errors()[0]['msg']}."
+            return types.ErrorData(code=types.INVALID_PARAMS, message=message), "refused"
 
     async def _log(self, upstream: str, params: types.LoggingMessageNotificationParams) -> None:
         name = upstream if not params.logger else f"{upstream}/{params.logger}"

@@ -164,8 +164,11 @@ class ContentRouter:
         name, own = route
         upstream = self.pool[name]
         session = await _session(upstream)
-        with self.bridge.calling(name, ctx):
-            result = await session.read_resource(own)
+        result = await self.bridge.call(
+            name, ctx, params, ("resources/read", uri, None), lambda: session.read_resource(own)
+        )
+        if isinstance(result, types.InputRequiredResult):
+            return result
         contents = [
             c.model_copy(update={"uri": uri if c.uri == own else self.served_uri(name, c.uri)}) for c in result.contents
         ]
@@ -288,8 +291,12 @@ class ContentRouter:
     async def get_prompt(self, ctx: Context, params: types.GetPromptRequestParams) -> Any:
         route = await self._prompt_route(params.name)
         session = await _session(self.pool[route.server])
-        with self.bridge.calling(route.server, ctx):
-            result = await session.get_prompt(route.tool, params.arguments)
+        request = ("prompts/get", params.name, params.arguments)
+        result = await self.bridge.call(
+            route.server, ctx, params, request, lambda: session.get_prompt(route.tool, params.arguments)
+        )
+        if isinstance(result, types.InputRequiredResult):
+            return result
         messages = []
         for message in result.messages:
             content = self.rewrite(route.server, [message.content])

@@ -423,7 +423,7 @@ class UpstreamPool:
         self.listeners: list[ChangeListener] = []
         self.config_note = ""  # what the last config reload did, or why it was refused (the operator page shows it)
         # Requests an upstream sends back (roots, sampling, elicitation) and its logs: passed to the right client.
-        self.bridge = ClientBridge(self.sessions)
+        self.bridge = ClientBridge(self.sessions, task_group=lambda: self.task_group)
         self._stack: contextlib.AsyncExitStack | None = None
 
     def __getitem__(self, name: str) -> Upstream:

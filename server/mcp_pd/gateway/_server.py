@@ -63,7 +63,10 @@ def _progress_forwarder(ctx: ServerRequestContext[Any, Any]) -> ProgressFnT | No
         return None
 
     async def forward(progress: float, total: float | None, message: str | None) -> None:
-        await ctx.session.report_progress(progress, total, message)
+        try:
+            await ctx.session.report_progress(progress, total, message)
+        except Exception as exc:  # the request already answered (input_required): its progress has nowhere to go
+            logger.debug("progress not passed on: %s", exc)
 
     return forward
 
@@ -166,16 +169,23 @@ class Gateway:
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         for observe in self.call_observers:
             observe(ctx, params.name)
         meta = forwarded_meta(cast(Mapping[str, Any] | None, params.meta))
         route = self.routes.get(params.name)
         if route is None:
             return await self.run(params.name, params.arguments, meta=meta)
-        with self.bridge.calling(route.server, ctx):  # whom the upstream's own requests are for, meanwhile
+
+        async def work() -> types.CallToolResult:
             await self.bridge.before_call(route.server, self.pool[route.server].session)
             return await self.run(params.name, params.arguments, meta=meta, progress=_progress_forwarder(ctx))
+
+        # The upstream's own requests meanwhile (roots, sampling, elicitation) are for this client.
+        request = ("tools/call", params.name, params.arguments)
+        result: types.CallToolResult | types.InputRequiredResult
+        result = await self.bridge.call(route.server, ctx, params, request, work)
+        return result
 
     def route(self, name: str) -> tuple[Upstream, str] | None:
         """The upstream that serves `name`, and the tool's name there."""
@@ -264,5 +274,7 @@ def build_gateway(
         options["mode"] = mode
     pd = ProgressiveDisclosure(descriptions, **options).install(server)
     gateway.pd = pd
+    # A parked call resumes only for the caller it was parked for (the extension's session key: bearer or session).
+    bridge.rounds.principal = lambda ctx: pd.caller(ctx).session
     pd.catalog.update(gateway.listing, complete=True)
     return server, pd, gateway
