@@ -349,10 +349,19 @@ async def test_capabilities_say_what_is_sent_in_both_eras_over_http() -> None:
         settings = capabilities.experimental[EXTENSION_ID]
         assert settings["resourceUri"] == URI and settings["describeTool"] == "describe_tools"
         assert "describe_tools" in settings["workflow"]
+        handshake = capabilities.model_dump(exclude={"experimental", "extensions"})
     async with Client(lowlevel, cache=None) as modern:  # 2026-07-28, in process: extensions carry the same
         assert modern.protocol_version == "2026-07-28"
         extensions = modern.server_capabilities.extensions or {}
         assert "resource:///tool_descriptions?tools=TOOL_NAME" in extensions[EXTENSION_ID]["workflow"]
+        # Found: resources.listChanged and prompts.listChanged differed by era on one server, and an MCPServer
+        # advertised prompts it did not have. Now one server gives one answer.
+        assert modern.server_capabilities.model_dump(exclude={"experimental", "extensions"}) == handshake
+        assert handshake["prompts"] is None and handshake["resources"]["list_changed"] is True
+    with_prompt, _ = make_mcpserver()
+    with_prompt.prompt(name="hello")(lambda: "Say hello.")  # a server that has a prompt still advertises it
+    async with http_in_process(with_prompt._lowlevel_server) as url, legacy(url) as client:
+        assert client.server_capabilities.prompts is not None
 
 
 async def test_a_client_pinned_to_2026_over_http_learns_how_to_connect() -> None:

@@ -100,6 +100,37 @@ class Advertiser:
             return original(options, experimental, extensions)
 
         lowlevel.create_initialization_options = create_initialization_options  # type: ignore[method-assign]
+        capabilities = lowlevel.get_capabilities
+
+        def get_capabilities(
+            notification_options: NotificationOptions | None = None,
+            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+            extensions: dict[str, dict[str, Any]] | None = None,
+            *,
+            protocol_version: str | None = None,
+        ) -> types.ServerCapabilities:
+            found = capabilities(
+                notification_options, experimental_capabilities, extensions, protocol_version=protocol_version
+            )
+            return self._same_in_both_eras(lowlevel, found)
+
+        lowlevel.get_capabilities = get_capabilities  # type: ignore[method-assign]
+
+    def _same_in_both_eras(self, lowlevel: Server[Any], found: types.ServerCapabilities) -> types.ServerCapabilities:
+        """One server, one answer: 2026-07-28 derives every `listChanged` from `subscriptions/listen` (which the
+        extension serves), so the handshake era says the same; and an `MCPServer`, which always answers
+        `prompts/list`, does not advertise prompts it does not have."""
+        update: dict[str, Any] = {}
+        listen = lowlevel.get_request_handler("subscriptions/listen") is not None
+        if found.prompts is not None:
+            prompts = getattr(self._mcpserver, "_prompt_manager", None)  # private: guarded, as tools are below
+            if prompts is not None and not prompts.list_prompts():
+                update["prompts"] = None
+            elif listen:
+                update["prompts"] = found.prompts.model_copy(update={"list_changed": True})
+        if found.resources is not None and listen:
+            update["resources"] = found.resources.model_copy(update={"list_changed": True})
+        return found.model_copy(update=update) if update else found
 
     def refresh(self) -> None:
         """The server's instructions: the workflow and a summary of what it offers first, then the author's."""

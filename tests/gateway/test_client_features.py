@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
 from gateway.gwtest import connect, eventually, gateway_params, stdio, write_config
@@ -203,9 +205,7 @@ async def test_a_client_without_the_capability_is_not_asked(tmp_path: Path, npm:
 
 
 @pytest.mark.req("PDX-CARRY-03")
-async def test_a_2026_client_is_asked_in_input_required_rounds(
-    tmp_path: Path, npm: dict[str, Path], mark: str
-) -> None:
+async def test_a_2026_client_is_asked_in_input_required_rounds(tmp_path: Path, npm: dict[str, Path], mark: str) -> None:
     # A 2026-07-28 client has no back-channel: the gateway answers input_required with the upstream's request, the
     # SDK client answers it through the same callbacks and retries, and the parked upstream call goes on.
     files = tmp_path / "work"
@@ -213,7 +213,9 @@ async def test_a_2026_client_is_asked_in_input_required_rounds(
     (files / "note.txt").write_text("hello through roots")
     peer = Peer(files)
     config = _config(tmp_path, npm, mark)
-    async with Client(gateway_params("--config", str(config), "--mode", "eager"), cache=None, **peer.options()) as client:
+    async with Client(
+        gateway_params("--config", str(config), "--mode", "eager"), cache=None, **peer.options()
+    ) as client:
         assert client.protocol_version == "2026-07-28"  # auto, against our server
         await _roots_sampling_elicitation(client, peer, files)
         await _resources_and_prompts(client)
@@ -317,3 +319,53 @@ async def test_twin_upstreams_resources_and_prompts_are_namespaced(
         assert uris, links
         assert all(u.startswith("everything-b+demo://") for u in uris), uris
         assert (await client.read_resource(uris[0])).contents[0].uri == uris[0]
+
+
+@pytest.mark.req("PDX-CARRY-02")
+async def test_upstream_list_changes_reach_clients_in_both_eras(tmp_path: Path, mark: str) -> None:
+    notes = stdio(sys.executable, str(Path(__file__).with_name("content_server.py")), mark=mark)
+    params = gateway_params(
+        "--config", str(write_config(tmp_path / "servers.json", {"notes": notes})), "--mode", "eager"
+    )
+    heard: list[str] = []
+
+    async def message(notice: Any) -> None:
+        if isinstance(notice, (types.ResourceListChangedNotification, types.PromptListChangedNotification)):
+            heard.append(notice.method)
+
+    async with connect(params, message_handler=message) as client:
+        assert client.server_capabilities is not None
+        caps = client.server_capabilities
+        assert caps.resources and caps.resources.list_changed and caps.prompts and caps.prompts.list_changed
+        assert {r.uri for r in (await client.list_resources()).resources} >= {"note://first"}
+        await client.call_tool("add_note", {"name": "second"})
+
+        async def told() -> bool:
+            return {"notifications/resources/list_changed", "notifications/prompts/list_changed"} <= set(heard)
+
+        await eventually(told, "the upstream's list changes")
+        assert "note://second" in {r.uri for r in (await client.list_resources()).resources}
+        assert "note-second" in {p.name for p in (await client.list_prompts()).prompts}
+        assert (await client.read_resource("note://second")).contents[0].uri == "note://second"
+
+    async with Client(params, cache=None) as client:  # 2026-07-28: the same changes on the listen stream
+        assert client.protocol_version == "2026-07-28"
+        caps = client.server_capabilities
+        assert caps is not None and caps.resources and caps.resources.list_changed
+        events: list[str] = []
+        async with client.listen(resources_list_changed=True, prompts_list_changed=True) as subscription:
+
+            async def read() -> None:
+                async for event in subscription:
+                    events.append(type(event).__name__)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(read)
+                await client.call_tool("add_note", {"name": "third"})
+
+                async def listened() -> bool:
+                    return {"ResourcesListChanged", "PromptsListChanged"} <= set(events)
+
+                await eventually(listened, "the list changes on the listen stream")
+                tg.cancel_scope.cancel()
+        assert "note://third" in {r.uri for r in (await client.list_resources()).resources}

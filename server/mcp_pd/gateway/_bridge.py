@@ -302,6 +302,14 @@ class ClientBridge:
             except Exception as exc:  # a client that just left must not stop the others hearing
                 logger.debug("could not pass on a log message of %r: %s", upstream, exc)
 
+    async def notify_clients(self, method: str) -> None:
+        """A parameterless notification (a list change) to every handshake-era client connected."""
+        for conn in list(self._connections):
+            try:
+                await conn.notify(method, None)
+            except Exception as exc:  # a client that just left must not stop the others hearing
+                logger.debug("could not pass on %s: %s", method, exc)
+
     def connection(self, ctx: Context) -> Any:
         """`ctx`'s handshake-era connection (remembered), or None."""
         self.seen(ctx)

@@ -7,6 +7,8 @@ a URI `<upstream>+<uri>`. A read, a prompt or a completion goes back to the upst
 listed, one seen in a link, a namespaced one, one matching a single upstream's template, or the only upstream
 that serves resources at all. Resource links and embedded resources in what an upstream returns (tool results,
 prompts, reads) are rewritten the same way, so a link an upstream returned resolves when the client reads it.
+An upstream's `resources/list_changed` and `prompts/list_changed` reach every client: handshake-era connections
+as notifications, 2026-07-28 clients on their `subscriptions/listen` streams.
 
 Knows nothing about grants, modes or transports: it asks `ClientBridge` to mark which client a call is for.
 """
@@ -24,6 +26,7 @@ import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.server.context import ServerRequestContext
+from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, ServerEvent, SubscriptionBus
 from mcp.shared.exceptions import MCPError
 
 from ._bridge import ClientBridge, handshake_era
@@ -54,6 +57,8 @@ class ContentRouter:
         self._templates: list[tuple[str, str, re.Pattern[str]]] = []  # (upstream, template, its pattern)
         self._prompts: dict[str, Route] = {}
         self._subscribers: dict[str, weakref.WeakSet[Any]] = {}  # served URI -> the connections subscribed
+        # The 2026-07-28 clients' listen streams (`build_gateway` sets it to the server's bus).
+        self.bus: SubscriptionBus | None = None
         bridge.listeners.append(self._notified)
 
     # -- which upstreams ------------------------------------------------------------------------------
@@ -91,7 +96,11 @@ class ContentRouter:
                     if not cursor:
                         break
             except Exception as exc:  # one failing upstream leaves the others' entries listed
-                logger.warning("upstream %r: listing its %s failed: %s", upstream.name, capability, exc)
+                # A server with resources may have no templates (resources/templates/list is optional): not a fault.
+                quiet = isinstance(exc, MCPError) and exc.error.code == types.METHOD_NOT_FOUND
+                (logger.debug if quiet else logger.warning)(
+                    "upstream %r: listing its %s failed: %s", upstream.name, capability, exc
+                )
             listed[upstream.name] = items
 
         serving = await self._serving(capability)
@@ -255,13 +264,23 @@ class ContentRouter:
                 await (session.subscribe_resource if subscribe else session.unsubscribe_resource)(own)
 
     async def _notified(self, upstream: str, notice: Any) -> None:
-        if isinstance(notice, types.ResourceUpdatedNotification):
+        if isinstance(notice, types.ResourceListChangedNotification):
+            self._templates = []  # listed again when a read next needs them
+            await self._list_changed(notice.method, ResourcesListChanged())
+        elif isinstance(notice, types.PromptListChangedNotification):
+            await self._list_changed(notice.method, PromptsListChanged())
+        elif isinstance(notice, types.ResourceUpdatedNotification):
             shown = self.served_uri(upstream, notice.params.uri)
             for conn in list(self._subscribers.get(shown, ())):
                 try:
                     await conn.send_resource_updated(shown)
                 except Exception as exc:  # a client that just left must not stop the others hearing
                     logger.debug("could not pass on a resource update: %s", exc)
+
+    async def _list_changed(self, method: str, event: ServerEvent) -> None:
+        await self.bridge.notify_clients(method)
+        if self.bus is not None:
+            await self.bus.publish(event)
 
     # -- prompts --------------------------------------------------------------------------------------
     async def list_prompts(self, ctx: Context, params: types.PaginatedRequestParams | None) -> Any:
