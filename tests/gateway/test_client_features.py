@@ -369,3 +369,66 @@ async def test_upstream_list_changes_reach_clients_in_both_eras(tmp_path: Path, 
                 await eventually(listened, "the list changes on the listen stream")
                 tg.cancel_scope.cancel()
         assert "note://third" in {r.uri for r in (await client.list_resources()).resources}
+
+
+@pytest.mark.req("PDX-CARRY-04")
+async def test_a_roots_upstream_serves_one_client_at_a_time_over_http(
+    tmp_path: Path, npm: dict[str, Path], mark: str
+) -> None:
+    # Found: the upstream session is shared, and the filesystem server allows the folders of the last roots answer
+    # it got, so over HTTP a second client's calls could run on the first client's folders.
+    folders = {}
+    for name in ("a", "b"):
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+        (folders[name] / "note.txt").write_text(f"{name}'s note")
+    peers = {name: Peer(folder) for name, folder in folders.items()}
+    config = write_config(tmp_path / "servers.json", {"filesystem": stdio("node", str(npm["filesystem"]), mark=mark)})
+
+    async def read(client: Client, owner: str) -> types.CallToolResult:
+        return await client.call_tool("read_text_file", {"path": str(folders[owner] / "note.txt")})
+
+    async with _http_gateway(config, tmp_path) as url, anyio.create_task_group() as tg:
+        clients: dict[str, Client] = {}
+        joined, leave, gone = anyio.Event(), anyio.Event(), anyio.Event()
+
+        async def client_a() -> None:  # in a task of its own, so it can leave while b stays
+            async with Client(url, mode="legacy", cache=None, **peers["a"].options()) as a:
+                clients["a"] = a
+                joined.set()
+                await leave.wait()
+            gone.set()
+
+        tg.start_soon(client_a)
+        await joined.wait()
+        a = clients["a"]
+
+        async def a_reads() -> bool:
+            return _text(await read(a, "a")) == "a's note"
+
+        await eventually(a_reads, "the filesystem server to allow a's root")
+        async with Client(url, mode="legacy", cache=None, **peers["b"].options()) as b:
+            for owner in ("a", "b"):  # b is refused, whichever folder: never run on a's roots
+                with pytest.raises(MCPError) as busy:
+                    await read(b, owner)
+                assert "is serving another client" in busy.value.message
+            async with Client(url, mode="legacy", cache=None) as rootless:
+                with pytest.raises(MCPError):
+                    await read(rootless, "a")
+            assert _text(await read(a, "a")) == "a's note"  # the holder goes on undisturbed
+            allowed = _text(await a.call_tool("list_allowed_directories", {}))
+            assert str(folders["a"]) in allowed and str(folders["b"]) not in allowed
+
+            leave.set()  # a has gone: b's next call gets a new upstream session, on b's roots only
+            await gone.wait()
+
+            async def b_reads() -> bool:
+                try:
+                    return _text(await read(b, "b")) == "b's note"
+                except MCPError:
+                    return False
+
+            await eventually(b_reads, "the upstream to take b's roots once a has gone")
+            assert (await read(b, "a")).is_error
+            allowed = _text(await b.call_tool("list_allowed_directories", {}))
+            assert str(folders["b"]) in allowed and str(folders["a"]) not in allowed

@@ -9,11 +9,13 @@ Each upstream has one session, shared by the gateway's clients (`_pool.py`). A r
   and none is calling, the gateway cannot tell whose request it is, so it answers with an error that says so
   rather than ask (or show one user's files to) the wrong person.
 
-A client that speaks 2026-07-28 has no back-channel: its call is answered `input_required` with the upstream's
-request inside, and the upstream call waits, parked, for the client's retry with the answer (`_rounds.py`). A
-client that did not declare the capability is not asked: the upstream gets the error the SDK gives a client
-without the capability, with the reason. Log messages of an upstream go to
-the clients its calls are for (else to every connected client), named `<upstream>` or `<upstream>/<logger>`;
+Roots are state of the shared upstream session, so an upstream that uses them runs each call on its own
+client's roots, one client's calls at a time (`_roots.py`). A client that speaks 2026-07-28 has no back-channel:
+its call is answered `input_required` with the upstream's request inside, and the upstream call waits, parked,
+for the client's retry with the answer (`_rounds.py`). A client that did not declare the capability is not asked:
+the upstream gets the error the SDK gives a client without the capability, with the reason. Log messages of an
+upstream go to the clients its calls are for (else to every connected client), named `<upstream>` or
+`<upstream>/<logger>`;
 `logging/setLevel` and `notifications/roots/list_changed` go to every ready upstream, and so does a roots change
 when the first client that has roots connects (an upstream started before it asked nobody).
 
@@ -39,6 +41,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from ._roots import RootsKeeper
 from ._rounds import Rounds
 
 __all__ = ["ClientBridge", "handshake_era"]
@@ -66,6 +69,7 @@ class ClientBridge:
         sessions: Sessions,
         *,
         task_group: Callable[[], TaskGroup | None] = lambda: None,
+        restart: Callable[[str], Awaitable[None]] | None = None,
         first_client_wait: float = FIRST_CLIENT_WAIT,
     ) -> None:
         # `sessions()`: (upstream name, ready session) for every upstream that has one now; `task_group()`: where
@@ -77,9 +81,8 @@ class ClientBridge:
         self._connections: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
         self._joined = anyio.Event()
         self.level: types.LoggingLevel | None = None
-        # Upstreams whose last roots request reached no client (none connected yet, or over HTTP no stream open
-        # outside a call): the next call to one first has it ask again, on that call's own stream.
-        self._roots_owed: dict[str, anyio.Event] = {}
+        # Whose roots each upstream holds: a call runs on its own client's roots, or not at all.
+        self.roots = RootsKeeper(self._tell_one, restart or _no_restart)
         # Told of every notification an upstream sends (resource updates, list changes), after the pool saw it.
         self.listeners: list[Callable[[str, Any], Awaitable[None]]] = []
 
@@ -96,12 +99,17 @@ class ClientBridge:
         upstream asks meanwhile goes to that client; for a 2026-07-28 client that can be asked, its result or
         `input_required` (`request` = method, name or URI, arguments: what a retry repeats)."""
 
-        async def called() -> Any:
-            with self.calling(upstream, ctx):
-                return await work()
-
         conn = _connection(ctx)
-        if getattr(conn, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS:
+        modern = getattr(conn, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+        key = self._client(ctx, conn)
+
+        async def called() -> Any:
+            async with self.roots.turn(upstream, key):
+                with self.calling(upstream, ctx):
+                    await self.roots.give(upstream, key, can_answer=_capabilities(conn).roots is not None)
+                    return await work()
+
+        if modern:
             wanted = _capabilities(conn)
             if wanted.roots or wanted.sampling or wanted.elicitation:
                 return await self.rounds.serve(ctx, params, request, called)
@@ -178,6 +186,7 @@ class ClientBridge:
             return await self._ask(upstream, request, types.ElicitResult, "elicitation", "Elicitation")
 
         async def roots(context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+            self.roots.asked(upstream)
             answer: types.ListRootsResult | types.ErrorData
             answer = await self._ask(upstream, types.ListRootsRequest(), types.ListRootsResult, "roots", "Roots")
             return answer
@@ -193,15 +202,6 @@ class ClientBridge:
             "log_level": self.level,
             "message_handler": message,
         }
-
-    async def before_call(self, upstream: str, session: ClientSession | None) -> None:
-        """Inside `calling`: an upstream whose roots reached no client is told they changed, and the call waits
-        (up to 2 s) until it has asked again, so the call runs with the caller's roots."""
-        owed = self._roots_owed.get(upstream)
-        if owed is None or session is None or not await _tell_roots_changed(upstream, session):
-            return
-        with anyio.move_on_after(2.0):
-            await owed.wait()
 
     async def _target(self, upstream: str) -> tuple[Context | None, Any] | str:
         """(the call's context or None, its connection), or why there is nobody to ask."""
@@ -229,30 +229,34 @@ class ClientBridge:
         )
 
     async def _ask(self, upstream: str, request: Any, result_type: type[Any], capability: str, label: str) -> Any:
-        answer, outcome = await self._answer(upstream, request, result_type, capability, label)
-        if capability == "roots" and outcome == "answered":
-            owed = self._roots_owed.pop(upstream, None)
-            if owed is not None:
-                owed.set()
-        elif capability == "roots" and outcome == "unreached":  # the next call asks again, on its own stream
-            self._roots_owed.setdefault(upstream, anyio.Event())
+        answer, outcome, key = await self._answer(upstream, request, result_type, capability, label)
+        if capability == "roots":
+            self.roots.ended(upstream, key if outcome == "answered" else None)
         return answer
 
     async def _answer(
         self, upstream: str, request: Any, result_type: type[Any], capability: str, label: str
-    ) -> tuple[Any, Outcome]:
-        """(the client's answer or an error for the upstream, and which: `refused` for a client that cannot be
-        asked or said -32600, `unreached` when nobody could be asked or the request failed on the way)."""
+    ) -> tuple[Any, Outcome, object | None]:
+        """(the client's answer or an error for the upstream; which: `refused` for a client that cannot be asked
+        or said -32600, `unreached` when nobody could be asked or the request failed on the way; and who was
+        asked: the connection, or a 2026-07-28 client's call)."""
         target = await self._target(upstream)
         if isinstance(target, str):
-            return types.ErrorData(code=types.INVALID_REQUEST, message=f"{label} not available: {target}."), "unreached"
+            error = types.ErrorData(code=types.INVALID_REQUEST, message=f"{label} not available: {target}.")
+            return error, "unreached", None
         ctx, conn = target
         if getattr(_capabilities(conn), capability) is None:
             message = f"{label} not supported: the client did not declare it."
-            return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused"
+            return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused", conn
         era = getattr(conn, "protocol_version", None)
         if era in MODERN_PROTOCOL_VERSIONS:
-            return await self._ask_in_rounds(ctx, request, result_type, capability, label)
+            return (*await self._ask_in_rounds(ctx, request, result_type, capability, label), self._client(ctx, conn))
+        return (*await self._send(ctx, conn, request, result_type, capability, label), conn)
+
+    async def _send(
+        self, ctx: Context | None, conn: Any, request: Any, result_type: type[Any], capability: str, label: str
+    ) -> tuple[Any, Outcome]:
+        """Ask a handshake-era client: on its call's own stream if the request belongs to one."""
         try:
             if ctx is not None and ctx.request_id is not None:
                 # On the call's own stream: over HTTP that is the response stream of the client's request.
@@ -266,7 +270,7 @@ class ClientBridge:
         except MCPError as exc:
             return exc.error, "refused" if exc.error.code == types.INVALID_REQUEST else "unreached"
         except Exception as exc:
-            logger.info("upstream %r: passing on its %s request failed: %s", upstream, capability, exc)
+            logger.info("passing on a %s request to a client failed: %s", capability, exc)
             failed = types.ErrorData(code=types.INTERNAL_ERROR, message=f"{label} failed through the gateway: {exc}")
             return failed, "unreached"
 
@@ -302,6 +306,18 @@ class ClientBridge:
             except Exception as exc:  # a client that just left must not stop the others hearing
                 logger.debug("could not pass on a log message of %r: %s", upstream, exc)
 
+    def _client(self, ctx: Context | None, conn: Any) -> object:
+        """Who a client is, for whose roots an upstream holds: its connection (handshake era), else its principal
+        (2026-07-28 has no connection; anonymous clients are one, as they are for grants)."""
+        if conn is not None and getattr(conn, "protocol_version", None) not in MODERN_PROTOCOL_VERSIONS:
+            return conn
+        principal = None if ctx is None else self.rounds.principal(ctx)
+        return f"principal:{principal or ''}"
+
+    async def _tell_one(self, upstream: str) -> bool:
+        session = dict(self._sessions()).get(upstream)
+        return session is not None and await _tell_roots_changed(upstream, session)
+
     async def notify_clients(self, method: str) -> None:
         """A parameterless notification (a list change) to every handshake-era client connected."""
         for conn in list(self._connections):
@@ -326,6 +342,10 @@ async def _tell_roots_changed(upstream: str, session: ClientSession) -> bool:
         logger.info("upstream %r: could not pass on a roots change: %s", upstream, exc)
         return False
     return True
+
+
+async def _no_restart(upstream: str) -> None:
+    raise MCPError(types.INTERNAL_ERROR, f"Upstream '{upstream}' cannot be restarted here.")
 
 
 @contextlib.contextmanager

@@ -423,7 +423,7 @@ class UpstreamPool:
         self.listeners: list[ChangeListener] = []
         self.config_note = ""  # what the last config reload did, or why it was refused (the operator page shows it)
         # Requests an upstream sends back (roots, sampling, elicitation) and its logs: passed to the right client.
-        self.bridge = ClientBridge(self.sessions, task_group=lambda: self.task_group)
+        self.bridge = ClientBridge(self.sessions, task_group=lambda: self.task_group, restart=self.renew)
         self._stack: contextlib.AsyncExitStack | None = None
 
     def __getitem__(self, name: str) -> Upstream:
@@ -459,6 +459,17 @@ class UpstreamPool:
         finally:
             self.task_group = None
             self.watchdog.close()
+
+    async def renew(self, name: str) -> None:
+        """A new session (and process) for upstream `name`, returning once it is ready or could not start."""
+        upstream = self.upstreams[name]
+        old = upstream.session
+        upstream.recycle("a new session was needed (the client whose roots it held has gone)", reinit=True)
+        with anyio.move_on_after(self.start_timeout):
+            while upstream.session is old or upstream.state != "ready":
+                if upstream.state in ("failed", "closed"):
+                    return
+                await anyio.sleep(0.02)
 
     async def start_all(self, names: Iterable[str] | None = None) -> None:
         """Start the named upstreams (default: all) and wait until each is ready or has failed once."""

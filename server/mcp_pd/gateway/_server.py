@@ -178,7 +178,6 @@ class Gateway:
             return await self.run(params.name, params.arguments, meta=meta)
 
         async def work() -> types.CallToolResult:
-            await self.bridge.before_call(route.server, self.pool[route.server].session)
             return await self.run(params.name, params.arguments, meta=meta, progress=_progress_forwarder(ctx))
 
         # The upstream's own requests meanwhile (roots, sampling, elicitation) are for this client.
