@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.lowlevel import Server
 from mcp.shared.dispatcher import ProgressFnT
 
 from mcp_pd._errors import ErrorCode, Refusal
@@ -274,24 +274,7 @@ def build_gateway(
     pd = ProgressiveDisclosure(descriptions, **options).install(server)
     gateway.pd = pd
     content.bus = pd.announcer.bus
-    _advertise_list_changes(server)
     # A parked call resumes only for the caller it was parked for (the extension's session key: bearer or session).
     bridge.rounds.principal = lambda ctx: pd.caller(ctx).session
     pd.catalog.update(gateway.listing, complete=True)
     return server, pd, gateway
-
-
-def _advertise_list_changes(server: Server[Any]) -> None:
-    """`resources.listChanged` and `prompts.listChanged` true however the gateway is served: it passes its upstreams'
-    list changes on, and the handshake era would otherwise say false where 2026-07-28's discover says true."""
-    create = server.create_initialization_options
-
-    def create_initialization_options(
-        notification_options: NotificationOptions | None = None,
-        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
-        extensions: dict[str, dict[str, Any]] | None = None,
-    ) -> Any:
-        options = NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
-        return create(options, experimental_capabilities, extensions)
-
-    server.create_initialization_options = create_initialization_options  # type: ignore[method-assign]
