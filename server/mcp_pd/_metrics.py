@@ -40,8 +40,8 @@ _METHODS: Final = (
 _DESCRIBE: Final = "describe_tools"
 _CALL: Final = "call_tool"
 
-UpstreamView = Callable[[], Iterable[tuple[str, str, int]]]
-"""(upstream, state, starts) for each upstream of a gateway, read at scrape time."""
+UpstreamView = Callable[[], Iterable[tuple[str, str, int, int]]]
+"""(upstream, state, starts, clients' own sessions live) for each upstream of a gateway, read at scrape time."""
 
 
 class Metrics:
@@ -185,11 +185,18 @@ class _Gauges:
             starts = CounterMetricFamily(
                 "mcp_pd_upstream_starts", "Times each upstream was started", labels=["upstream"]
             )
-            for name, current, count in self._upstreams():
+            own = GaugeMetricFamily(
+                "mcp_pd_upstream_client_sessions",
+                "Sessions (processes) of each upstream opened for one client of its own (servers on client roots)",
+                labels=["upstream"],
+            )
+            for name, current, count, sessions in self._upstreams():
                 state.add_metric([name, current], 1)
                 starts.add_metric([name], count)
+                own.add_metric([name], sessions)
             yield state
             yield starts
+            yield own
 
 
 def with_metrics(app: Any, metrics: Metrics) -> Any:

@@ -15,10 +15,11 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from gateway.gwtest import connect, eventually, gateway_params, stdio, write_config
+from gateway.gwtest import connect, eventually, gateway_params, marked_pids, stdio, write_config
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pdtest import _wait_for_port, free_port, stop_process
+from pdtest_metrics import scrape, value
 
 # Roots, sampling and logging are deprecated as of 2026-07-28 (SEP-2577); handshake-era clients still use them.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
@@ -372,13 +373,14 @@ async def test_upstream_list_changes_reach_clients_in_both_eras(tmp_path: Path, 
 
 
 @pytest.mark.req("PDX-CARRY-04")
-async def test_a_roots_upstream_serves_one_client_at_a_time_over_http(
+async def test_each_client_of_a_roots_upstream_gets_its_own_session_over_http(
     tmp_path: Path, npm: dict[str, Path], mark: str
 ) -> None:
     # Found: the upstream session is shared, and the filesystem server allows the folders of the last roots answer
-    # it got, so over HTTP a second client's calls could run on the first client's folders.
+    # it got, so over HTTP a second client's calls could run on the first client's folders. Now the first client
+    # holds the shared session and every other client gets a process of its own, on its own roots only.
     folders = {}
-    for name in ("a", "b"):
+    for name in ("a", "b", "c"):
         folders[name] = tmp_path / name
         folders[name].mkdir()
         (folders[name] / "note.txt").write_text(f"{name}'s note")
@@ -388,11 +390,100 @@ async def test_a_roots_upstream_serves_one_client_at_a_time_over_http(
     async def read(client: Client, owner: str) -> types.CallToolResult:
         return await client.call_tool("read_text_file", {"path": str(folders[owner] / "note.txt")})
 
+    async def allowed(client: Client) -> str:
+        return _text(await client.call_tool("list_allowed_directories", {}))
+
+    async with _http_gateway(config, tmp_path) as url, anyio.create_task_group() as tg:
+        clients: dict[str, Client] = {}
+        joined = {name: anyio.Event() for name in ("a", "b")}
+        leave = {name: anyio.Event() for name in ("a", "b")}
+        gone = {name: anyio.Event() for name in ("a", "b")}
+
+        async def client(name: str) -> None:  # in a task of its own, so it can leave while the other stays
+            async with Client(url, mode="legacy", cache=None, **peers[name].options()) as c:
+                clients[name] = c
+                joined[name].set()
+                await leave[name].wait()
+            gone[name].set()
+
+        tg.start_soon(client, "a")
+        await joined["a"].wait()
+        a = clients["a"]
+
+        async def a_reads() -> bool:
+            return _text(await read(a, "a")) == "a's note"
+
+        await eventually(a_reads, "the filesystem server to allow a's root")
+        assert len(marked_pids(mark)) == 1
+        tg.start_soon(client, "b")
+        await joined["b"].wait()
+        b = clients["b"]
+        # b's first call opens b's own session and gives it b's roots before it runs: never a's folders.
+        assert _text(await read(b, "b")) == "b's note"
+        assert (await read(b, "a")).is_error
+        assert str(folders["a"]) not in await allowed(b) and str(folders["b"]) in await allowed(b)
+        assert len(marked_pids(mark)) == 2
+        assert value(scrape(url), "mcp_pd_upstream_client_sessions", upstream="filesystem") == 1
+        assert _text(await read(a, "a")) == "a's note"  # a goes on undisturbed, on its own folders only
+        assert (await read(a, "b")).is_error
+        assert str(folders["b"]) not in await allowed(a)
+
+        # Both at once, many calls each: every call runs on its own client's roots.
+        async def reads(c: Client, owner: str, other: str) -> None:
+            for _ in range(5):
+                assert _text(await read(c, owner)) == f"{owner}'s note"
+                assert (await read(c, other)).is_error
+
+        async with anyio.create_task_group() as both:
+            both.start_soon(reads, a, "a", "b")
+            both.start_soon(reads, b, "b", "a")
+
+        async with Client(url, mode="legacy", cache=None) as rootless:  # no roots: allowed nothing, as direct
+            assert (await read(rootless, "a")).is_error
+        # A client that has gone leaves no process behind (its own session is stopped within seconds).
+        await eventually(lambda: _fewer(mark, 3), "the rootless client's own session to stop")
+        leave["b"].set()
+        await gone["b"].wait()
+        await eventually(lambda: _fewer(mark, 2), "b's own session to stop")
+        assert value(scrape(url), "mcp_pd_upstream_client_sessions", upstream="filesystem") == 0
+        assert _text(await read(a, "a")) == "a's note"
+        # A 2026-07-28 client (no connection: one client per principal) is asked in input_required rounds and gets
+        # its own session too.
+        async with Client(url, cache=None, **peers["c"].options()) as c:
+            assert c.protocol_version == "2026-07-28"
+            assert _text(await read(c, "c")) == "c's note"
+            assert (await read(c, "a")).is_error
+        assert len(marked_pids(mark)) == 2
+        leave["a"].set()
+
+
+async def _fewer(mark: str, n: int) -> bool:
+    return len(marked_pids(mark)) < n
+
+
+@pytest.mark.req("PDX-CARRY-04")
+async def test_with_no_sessions_per_client_a_roots_upstream_serves_one_client_at_a_time(
+    tmp_path: Path, npm: dict[str, Path], mark: str
+) -> None:
+    # maxClientSessions 0: the shared session serves its client; other clients are refused (never run on its
+    # folders) until it has gone, and then the next client gets a fresh session on its own roots.
+    folders = {}
+    for name in ("a", "b"):
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+        (folders[name] / "note.txt").write_text(f"{name}'s note")
+    peers = {name: Peer(folder) for name, folder in folders.items()}
+    upstream = {**stdio("node", str(npm["filesystem"]), mark=mark), "maxClientSessions": 0}
+    config = write_config(tmp_path / "servers.json", {"filesystem": upstream})
+
+    async def read(client: Client, owner: str) -> types.CallToolResult:
+        return await client.call_tool("read_text_file", {"path": str(folders[owner] / "note.txt")})
+
     async with _http_gateway(config, tmp_path) as url, anyio.create_task_group() as tg:
         clients: dict[str, Client] = {}
         joined, leave, gone = anyio.Event(), anyio.Event(), anyio.Event()
 
-        async def client_a() -> None:  # in a task of its own, so it can leave while b stays
+        async def client_a() -> None:
             async with Client(url, mode="legacy", cache=None, **peers["a"].options()) as a:
                 clients["a"] = a
                 joined.set()
@@ -408,16 +499,13 @@ async def test_a_roots_upstream_serves_one_client_at_a_time_over_http(
 
         await eventually(a_reads, "the filesystem server to allow a's root")
         async with Client(url, mode="legacy", cache=None, **peers["b"].options()) as b:
-            for owner in ("a", "b"):  # b is refused, whichever folder: never run on a's roots
+            for owner in ("a", "b"):
                 with pytest.raises(MCPError) as busy:
                     await read(b, owner)
                 assert "is serving another client" in busy.value.message
-            async with Client(url, mode="legacy", cache=None) as rootless:
-                with pytest.raises(MCPError):
-                    await read(rootless, "a")
-            assert _text(await read(a, "a")) == "a's note"  # the holder goes on undisturbed
-            allowed = _text(await a.call_tool("list_allowed_directories", {}))
-            assert str(folders["a"]) in allowed and str(folders["b"]) not in allowed
+                assert "maxClientSessions is 0" in busy.value.message
+            assert _text(await read(a, "a")) == "a's note"
+            assert len(marked_pids(mark)) == 1
 
             leave.set()  # a has gone: b's next call gets a new upstream session, on b's roots only
             await gone.wait()

@@ -103,3 +103,14 @@ def test_an_instance_says_what_it_is_for(tmp_path: Path) -> None:
     path.write_text(json.dumps({"mcpServers": {"a": {"command": "x", "description": "x" * 61}}}))
     with pytest.raises(ConfigError, match="description must be 1 to 60 characters"):
         load_config(path)
+
+
+def test_client_sessions_are_a_bounded_whole_number(tmp_path: Path) -> None:
+    path = tmp_path / "servers.json"
+    servers = {"fs": {"command": "x", "maxClientSessions": 0}, "web": {"url": "http://127.0.0.1:1/mcp"}}
+    path.write_text(json.dumps({"mcpServers": servers}))
+    assert {c.name: c.client_sessions for c in load_config(path)} == {"fs": 0, "web": 16}
+    for bad in (-1, 1001, 2.5, True, "4"):
+        path.write_text(json.dumps({"mcpServers": {"fs": {"command": "x", "maxClientSessions": bad}}}))
+        with pytest.raises(ConfigError, match=r"fs\.maxClientSessions must be a whole number from 0 to 1000"):
+            load_config(path)

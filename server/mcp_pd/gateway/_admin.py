@@ -116,6 +116,7 @@ async def _page(
                 _e(upstream.starts),
                 _e(upstream.reason or "-"),
                 _e(len(upstream.tools) if upstream.tools is not None else "-"),
+                _e(pool.client_sessions_live(name)),
                 _percentiles(metrics.upstream_seconds.get(name) if metrics else None),
             ]
         )
@@ -125,7 +126,10 @@ async def _page(
         f"<style>{_STYLE}</style></head><body>",
         f"<h1>mcp-pd gateway <span class=muted>({_e(pd.mode)} mode, {len(gateway.listing)} tools)</span></h1>",
         "<h2>Upstreams</h2>",
-        _table(["upstream", "state", "pid", "starts", "last error", "tools", "call latency p50 / p95"], upstream_rows),
+        _table(
+            ["upstream", "state", "pid", "starts", "last error", "tools", "clients' own sessions", "call p50 / p95"],
+            upstream_rows,
+        ),
     ]
     if pool.config_note:
         parts.append(f"<p id=config-note>Config: {_e(pool.config_note)}</p>")

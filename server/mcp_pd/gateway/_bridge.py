@@ -9,8 +9,9 @@ Each upstream has one session, shared by the gateway's clients (`_pool.py`). A r
   and none is calling, the gateway cannot tell whose request it is, so it answers with an error that says so
   rather than ask (or show one user's files to) the wrong person.
 
-Roots are state of the shared upstream session, so an upstream that uses them runs each call on its own
-client's roots, one client's calls at a time (`_roots.py`). A client that speaks 2026-07-28 has no back-channel:
+Roots are state of an upstream session, so an upstream that uses them runs each call on its own client's roots:
+the shared session serves one client, and each other client gets a session of its own (`_roots.py`); what such a
+session asks goes to its client's calls only. A client that speaks 2026-07-28 has no back-channel:
 its call is answered `input_required` with the upstream's request inside, and the upstream call waits, parked,
 for the client's retry with the answer (`_rounds.py`). A client that did not declare the capability is not asked:
 the upstream gets the error the SDK gives a client without the capability, with the reason. Log messages of an
@@ -41,7 +42,7 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from ._roots import RootsKeeper
+from ._roots import RootsKeeper, SessionHost
 from ._rounds import Rounds
 
 __all__ = ["ClientBridge", "handshake_era"]
@@ -69,11 +70,11 @@ class ClientBridge:
         sessions: Sessions,
         *,
         task_group: Callable[[], TaskGroup | None] = lambda: None,
-        restart: Callable[[str], Awaitable[None]] | None = None,
+        pool: SessionHost | None = None,
         first_client_wait: float = FIRST_CLIENT_WAIT,
     ) -> None:
-        # `sessions()`: (upstream name, ready session) for every upstream that has one now; `task_group()`: where
-        # a 2026-07-28 client's upstream call waits for its input between rounds.
+        # `sessions()`: (key, ready session) for every upstream session live now; `task_group()`: where a
+        # 2026-07-28 client's upstream call waits for its input between rounds; `pool`: opens and stops sessions.
         self._sessions = sessions
         self.rounds = Rounds(task_group)
         self._wait = first_client_wait
@@ -81,8 +82,8 @@ class ClientBridge:
         self._connections: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
         self._joined = anyio.Event()
         self.level: types.LoggingLevel | None = None
-        # Whose roots each upstream holds: a call runs on its own client's roots, or not at all.
-        self.roots = RootsKeeper(self._tell_one, restart or _no_restart)
+        # Whose roots each upstream session holds: a call runs on its own client's roots, or not at all.
+        self.roots = RootsKeeper(self._tell_one, pool)
         # Told of every notification an upstream sends (resource updates, list changes), after the pool saw it.
         self.listeners: list[Callable[[str, Any], Awaitable[None]]] = []
 
@@ -93,21 +94,23 @@ class ClientBridge:
         ctx: Context,
         params: types.InputResponseRequestParams,
         request: tuple[str, str, Any],
-        work: Callable[[], Awaitable[Any]],
+        work: Callable[[str], Awaitable[Any]],
     ) -> Any:
-        """`work` (the upstream side of `ctx`'s request) run while `upstream` serves `ctx`'s client, so what the
-        upstream asks meanwhile goes to that client; for a 2026-07-28 client that can be asked, its result or
-        `input_required` (`request` = method, name or URI, arguments: what a retry repeats)."""
+        """`work(key)` (the upstream side of `ctx`'s request, on the session `key` of `upstream`: the shared one,
+        or the client's own) run while that session serves `ctx`'s client, so what the upstream asks meanwhile
+        goes to that client; for a 2026-07-28 client that can be asked, its result or `input_required`
+        (`request` = method, name or URI, arguments: what a retry repeats)."""
 
+        self.seen(ctx)
         conn = _connection(ctx)
         modern = getattr(conn, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
         key = self._client(ctx, conn)
 
         async def called() -> Any:
-            async with self.roots.turn(upstream, key):
-                with self.calling(upstream, ctx):
-                    await self.roots.give(upstream, key, can_answer=_capabilities(conn).roots is not None)
-                    return await work()
+            async with self.roots.turn(upstream, key) as session:
+                with self.calling(session, ctx):
+                    await self.roots.give(session, key, can_answer=_capabilities(conn).roots is not None)
+                    return await work(session)
 
         if modern:
             wanted = _capabilities(conn)
@@ -116,9 +119,9 @@ class ClientBridge:
         return await called()
 
     @contextlib.contextmanager
-    def calling(self, upstream: str, ctx: Context) -> Iterator[None]:
-        """While the block runs, `upstream` is serving a call of `ctx`'s client."""
-        calls = self._calls.setdefault(upstream, [])
+    def calling(self, key: str, ctx: Context) -> Iterator[None]:
+        """While the block runs, the upstream session `key` is serving a call of `ctx`'s client."""
+        calls = self._calls.setdefault(key, [])
         calls.append(ctx)
         try:
             yield
@@ -132,6 +135,8 @@ class ClientBridge:
             return False
         self._connections[conn] = anyio.current_time()
         self._joined.set()
+        # Told when it closes: the sessions it held are free at once, not when the collector gets to it.
+        conn.exit_stack.callback(self.roots.left, conn)
         return True
 
     async def initialized(self, ctx: Context, params: Any) -> None:
@@ -140,10 +145,14 @@ class ClientBridge:
             await self.roots_changed(ctx, None)
 
     async def roots_changed(self, ctx: Context, params: Any) -> None:
-        """`notifications/roots/list_changed`, passed to every ready upstream (each asks for the roots again)."""
+        """`notifications/roots/list_changed`, passed to every ready upstream session but other clients' own (each
+        asks for the roots again)."""
         self.seen(ctx)
-        for name, session in self._sessions():
-            await _tell_roots_changed(name, session)
+        conn = _connection(ctx)
+        for key, session in self._sessions():
+            owner = self.roots.owner(key)
+            if owner is None or owner is conn:
+                await _tell_roots_changed(key, session)
 
     async def set_level(self, ctx: Context, params: types.SetLevelRequestParams) -> types.EmptyResult:
         """`logging/setLevel`, passed to every ready upstream that logs (and to each that starts later)."""
@@ -162,14 +171,15 @@ class ClientBridge:
 
     # -- what upstreams ask ---------------------------------------------------------------------------
     def client_options(self, upstream: str, on_message: Callable[[Any], Awaitable[None]]) -> dict[str, Any]:
-        """The upstream client's callbacks (so the gateway declares roots, sampling and elicitation to it);
-        `on_message` is the pool's own handler of the upstream's notifications."""
+        """The callbacks of the client of upstream session `upstream` (a key: its name, or a client's own), so the
+        gateway declares roots, sampling and elicitation to it; `on_message` is the pool's own handler of the
+        upstream's notifications."""
 
         async def message(notice: Any) -> None:
             await on_message(notice)
             for listener in self.listeners:
                 try:
-                    await listener(upstream, notice)
+                    await listener(self.roots.upstream(upstream), notice)
                 except Exception:
                     logger.exception("a listener of upstream %r's notifications failed", upstream)
 
@@ -203,9 +213,10 @@ class ClientBridge:
             "message_handler": message,
         }
 
-    async def _target(self, upstream: str) -> tuple[Context | None, Any] | str:
+    async def _target(self, key: str) -> tuple[Context | None, Any] | str:
         """(the call's context or None, its connection), or why there is nobody to ask."""
-        calls = self._calls.get(upstream, [])
+        upstream = self.roots.upstream(key)
+        calls = self._calls.get(key, [])
         callers = {id(_connection(c)): c for c in calls}
         if len(callers) > 1:
             return (
@@ -215,6 +226,8 @@ class ClientBridge:
         if callers:
             ctx = next(iter(callers.values()))
             return ctx, _connection(ctx)
+        if upstream != key:  # a session of one client's own: its client is asked during its calls, given them
+            return f"upstream '{upstream}' asked outside its client's calls (its client is asked at its next call)"
         if not self._connections:
             with anyio.move_on_after(self._wait):
                 await self._joined.wait()
@@ -291,9 +304,10 @@ class ClientBridge:
             message = f"The client's answer is not a {capability} result: {exc.errors()[0]['msg']}."
             return types.ErrorData(code=types.INVALID_PARAMS, message=message), "refused"
 
-    async def _log(self, upstream: str, params: types.LoggingMessageNotificationParams) -> None:
+    async def _log(self, key: str, params: types.LoggingMessageNotificationParams) -> None:
+        upstream = self.roots.upstream(key)
         name = upstream if not params.logger else f"{upstream}/{params.logger}"
-        calls = self._calls.get(upstream, [])
+        calls = self._calls.get(key, [])
         conns = {id(c): c for c in (_connection(ctx) for ctx in calls) if c is not None} or {
             id(c): c for c in self._connections
         }
@@ -314,9 +328,9 @@ class ClientBridge:
         principal = None if ctx is None else self.rounds.principal(ctx)
         return f"principal:{principal or ''}"
 
-    async def _tell_one(self, upstream: str) -> bool:
-        session = dict(self._sessions()).get(upstream)
-        return session is not None and await _tell_roots_changed(upstream, session)
+    async def _tell_one(self, key: str) -> bool:
+        session = dict(self._sessions()).get(key)
+        return session is not None and await _tell_roots_changed(key, session)
 
     async def notify_clients(self, method: str) -> None:
         """A parameterless notification (a list change) to every handshake-era client connected."""
@@ -342,10 +356,6 @@ async def _tell_roots_changed(upstream: str, session: ClientSession) -> bool:
         logger.info("upstream %r: could not pass on a roots change: %s", upstream, exc)
         return False
     return True
-
-
-async def _no_restart(upstream: str) -> None:
-    raise MCPError(types.INTERNAL_ERROR, f"Upstream '{upstream}' cannot be restarted here.")
 
 
 @contextlib.contextmanager

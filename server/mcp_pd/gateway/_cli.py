@@ -188,7 +188,9 @@ async def _serve(args: argparse.Namespace, configs: list[UpstreamConfig], pool: 
         server,
         enabled=not args.no_metrics,
         upstream_of=lambda name: route.server if (route := gateway.routes.get(name)) is not None else None,
-        upstreams=lambda: [(name, u.state, u.starts) for name, u in pool.upstreams.items()],
+        upstreams=lambda: [
+            (name, u.state, u.starts, pool.client_sessions_live(name)) for name, u in pool.upstreams.items()
+        ],
     )
     if metrics is not None:  # inside the bearer check, like /mcp
         from mcp_pd._metrics import with_metrics

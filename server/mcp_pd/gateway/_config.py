@@ -12,11 +12,13 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 __all__ = ["ConfigError", "UpstreamConfig", "load_config", "one_off_stdio", "one_off_url"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
+# How many clients may each have their own session of an upstream that works on its client's roots (`_roots.py`).
+CLIENT_SESSIONS: Final = 16
 _NAMED = re.compile(r"^([A-Za-z0-9_.\-]+)=(.+)$", re.DOTALL)
 _LAUNCHERS = {"npx", "uvx", "bunx", "pnpx", "node", "python", "python3", "uv", "deno", "bun", "docker", "npm", "pnpm"}
 
@@ -33,6 +35,8 @@ class UpstreamConfig:
     tools of this server that collide with another server's; `category` overrides the server name as category;
     `description` says what this instance is for ("GitHub, work account"): a colliding tool's listed line starts
     with it (else with the category or the name), so a model can tell two instances of one server apart.
+    `client_sessions` (`maxClientSessions`): when the server works on its client's roots, how many more clients
+    may each get a session (a process) of their own while another client holds the shared one (`_roots.py`).
     """
 
     name: str
@@ -45,6 +49,7 @@ class UpstreamConfig:
     prefix: str | None = None
     category: str | None = None
     description: str | None = None
+    client_sessions: int = CLIENT_SESSIONS
 
     @property
     def label(self) -> str:
@@ -108,6 +113,9 @@ def _upstream(name: str, entry: Any, where: str) -> UpstreamConfig | None:
     description = _optional_string(entry, "description", where)
     if description is not None and not 0 < len(description.strip()) <= 60:
         raise ConfigError(f"{where}.description must be 1 to 60 characters (it starts the listed line of its twins)")
+    sessions = entry.get("maxClientSessions", CLIENT_SESSIONS)
+    if not isinstance(sessions, int) or isinstance(sessions, bool) or not 0 <= sessions <= 1000:
+        raise ConfigError(f"{where}.maxClientSessions must be a whole number from 0 to 1000")
     if command is not None:
         if not isinstance(command, str) or not command.strip():
             raise ConfigError(f"{where}.command must be a non-empty string")
@@ -121,6 +129,7 @@ def _upstream(name: str, entry: Any, where: str) -> UpstreamConfig | None:
             prefix=prefix,
             category=category,
             description=description,
+            client_sessions=sessions,
         )
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ConfigError(f"{where}.url must be an http:// or https:// URL")
@@ -131,6 +140,7 @@ def _upstream(name: str, entry: Any, where: str) -> UpstreamConfig | None:
         prefix=prefix,
         category=category,
         description=description,
+        client_sessions=sessions,
     )
 
 

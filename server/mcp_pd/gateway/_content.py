@@ -171,11 +171,11 @@ class ContentRouter:
                 {"uri": uri},
             )
         name, own = route
-        upstream = self.pool[name]
-        session = await _session(upstream)
-        result = await self.bridge.call(
-            name, ctx, params, ("resources/read", uri, None), lambda: session.read_resource(own)
-        )
+
+        async def read(key: str) -> types.ReadResourceResult:
+            return await (await _session(self.pool.instance(key))).read_resource(own)
+
+        result = await self.bridge.call(name, ctx, params, ("resources/read", uri, None), read)
         if isinstance(result, types.InputRequiredResult):
             return result
         contents = [
@@ -309,11 +309,12 @@ class ContentRouter:
 
     async def get_prompt(self, ctx: Context, params: types.GetPromptRequestParams) -> Any:
         route = await self._prompt_route(params.name)
-        session = await _session(self.pool[route.server])
         request = ("prompts/get", params.name, params.arguments)
-        result = await self.bridge.call(
-            route.server, ctx, params, request, lambda: session.get_prompt(route.tool, params.arguments)
-        )
+
+        async def get(key: str) -> types.GetPromptResult:
+            return await (await _session(self.pool.instance(key))).get_prompt(route.tool, params.arguments)
+
+        result = await self.bridge.call(route.server, ctx, params, request, get)
         if isinstance(result, types.InputRequiredResult):
             return result
         messages = []

@@ -1,5 +1,8 @@
 """The upstream pool: one MCP session per upstream, reused for every call, supervised for its whole life.
 
+An upstream that works on its client's roots may also run a session of its own per client (`instance`s keyed
+`<name>#<n>`, opened and retired by `_roots.py`'s policy); they list nothing to the gateway and serve one client.
+
 A session is opened on first use (or at start-up), re-opened at once when an HTTP upstream forgets it, and
 re-opened with exponential backoff when a stdio upstream dies or stops answering. A failing upstream fails only
 its own calls, with an error that names it and says why (`_failures.py`). Every process is stopped on shutdown
@@ -53,9 +56,10 @@ ChangeListener = Callable[["Upstream"], Awaitable[None]]
 class Upstream:
     """One configured upstream server and its (single, shared) client session."""
 
-    def __init__(self, config: UpstreamConfig, pool: UpstreamPool) -> None:
+    def __init__(self, config: UpstreamConfig, pool: UpstreamPool, *, key: str | None = None) -> None:
         self.config = config
         self.pool = pool
+        self.key = key or config.name  # which session: the shared one's is the name, a client's own `<name>#<n>`
         self.state: State = "idle"
         self.tools: tuple[types.Tool, ...] | None = None  # the last live listing
         self.instructions: str | None = None
@@ -121,10 +125,10 @@ class Upstream:
             self._recycle_reason, self._reinit = reason, reinit
             self._recycle.set()
 
-    async def stop(self) -> None:
+    async def stop(self, why: str = "was removed from the gateway's config") -> None:
         """Stop this upstream for good (its process too) and wait until it has; bounded."""
         self.removed.set()
-        self.recycle("was removed from the gateway's config")
+        self.recycle(why)
         with anyio.move_on_after(self.pool.start_timeout + 5):
             while self._supervised and self.state != "closed":
                 await anyio.sleep(0.02)
@@ -181,7 +185,7 @@ class Upstream:
                         mode="legacy",  # the handshake era: one session, notifications on it, Mcp-Session-Id on HTTP
                         cache=None,
                         client_info=types.Implementation(name="mcp-pd-gateway", version=__version__),
-                        **self.pool.bridge.client_options(self.name, self._on_message),  # what it asks of clients
+                        **self.pool.bridge.client_options(self.key, self._on_message),  # what it asks of clients
                     )
                     await stack.enter_async_context(client)
                     session = client.session
@@ -413,6 +417,7 @@ class UpstreamPool:
         errlog: TextIO | None = None,
     ) -> None:
         self.upstreams = {config.name: Upstream(config, self) for config in configs}
+        self.own: dict[str, Upstream] = {}  # sessions of one client each, by key (see the module's docstring)
         self.call_timeout = call_timeout
         self.start_timeout = start_timeout
         self.errlog = errlog
@@ -423,15 +428,42 @@ class UpstreamPool:
         self.listeners: list[ChangeListener] = []
         self.config_note = ""  # what the last config reload did, or why it was refused (the operator page shows it)
         # Requests an upstream sends back (roots, sampling, elicitation) and its logs: passed to the right client.
-        self.bridge = ClientBridge(self.sessions, task_group=lambda: self.task_group, restart=self.renew)
+        self.bridge = ClientBridge(self.sessions, task_group=lambda: self.task_group, pool=self)
         self._stack: contextlib.AsyncExitStack | None = None
 
     def __getitem__(self, name: str) -> Upstream:
         return self.upstreams[name]
 
+    def client_sessions(self, name: str) -> int:
+        """How many clients may each have a session of upstream `name` of their own (`_roots.py`)."""
+        return self.upstreams[name].config.client_sessions
+
+    def instance(self, key: str) -> Upstream:
+        """The session `key` names: an upstream's shared one (its name) or one client's own."""
+        return self.own.get(key) or self.upstreams[key]
+
     def sessions(self) -> list[tuple[str, ClientSession]]:
-        """(name, session) of every upstream that has a live session now."""
-        return [(n, u.session) for n, u in self.upstreams.items() if u.state == "ready" and u.session is not None]
+        """(key, session) of every upstream session that is live now, clients' own included."""
+        every = [*self.upstreams.values(), *self.own.values()]
+        return [(u.key, u.session) for u in every if u.state == "ready" and u.session is not None]
+
+    def client_sessions_live(self, name: str) -> int:
+        """How many sessions of upstream `name` of one client's own are ready now."""
+        return sum(u.name == name and u.state == "ready" for u in self.own.values())
+
+    async def spawn(self, name: str, key: str) -> None:
+        """A new session (and process) of upstream `name` for one client, keyed `key`; returns once it is ready or
+        has failed once (its calls then say why)."""
+        upstream = self.own[key] = Upstream(self.upstreams[name].config, self, key=key)
+        upstream.start()
+        with anyio.move_on_after(self.start_timeout + 1):
+            await upstream._attempt.wait()
+
+    async def retire(self, key: str) -> None:
+        """Stop one client's own session (its client has gone, or it sat idle)."""
+        upstream = self.own.pop(key, None)
+        if upstream is not None:
+            await upstream.stop("is no longer needed (its client has gone or it sat idle)")
 
     async def __aenter__(self) -> UpstreamPool:
         self.watchdog.start()
@@ -445,7 +477,7 @@ class UpstreamPool:
         self.closing = True
         self.closed.set()
         with anyio.CancelScope(shield=True), anyio.move_on_after(30):
-            while any(u._supervised and u.state != "closed" for u in self.upstreams.values()):
+            while any(u._supervised and u.state != "closed" for u in [*self.upstreams.values(), *self.own.values()]):
                 await anyio.sleep(0.02)
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -460,9 +492,9 @@ class UpstreamPool:
             self.task_group = None
             self.watchdog.close()
 
-    async def renew(self, name: str) -> None:
-        """A new session (and process) for upstream `name`, returning once it is ready or could not start."""
-        upstream = self.upstreams[name]
+    async def renew(self, key: str) -> None:
+        """A new session (and process) in place of session `key`, returning once it is ready or could not start."""
+        upstream = self.instance(key)
         old = upstream.session
         upstream.recycle("a new session was needed (the client whose roots it held has gone)", reinit=True)
         with anyio.move_on_after(self.start_timeout):
@@ -490,6 +522,10 @@ class UpstreamPool:
         gone = [self.upstreams[n] for n in removed + restarted]
         for upstream in gone:
             await upstream.stop()
+        for key in [k for k, u in self.own.items() if u.name in removed + restarted]:
+            await self.retire(key)
+        for name in removed + restarted:
+            self.bridge.roots.forget(name)
         kept = {n: u for n, u in self.upstreams.items() if n not in removed and n not in restarted}
         self.upstreams = {n: kept[n] if n in kept else Upstream(wanted[n], self) for n in wanted}
         for upstream in gone:  # their tools leave the listing now; the new ones join when they have listed
@@ -505,7 +541,8 @@ class UpstreamPool:
                 logger.exception("tool change listener failed")
 
     async def tools_listed(self, upstream: Upstream, tools: tuple[types.Tool, ...]) -> None:
-        if upstream.tools == tools:
+        if upstream.tools == tools or upstream.key != upstream.name:  # a client's own session lists nothing
+            upstream.tools = tools
             return
         upstream.tools = tools
         await self._notify(upstream)

@@ -3,18 +3,21 @@
 An upstream session is shared by the gateway's clients (`_pool.py`), but roots are state of that session: a server
 such as `@modelcontextprotocol/server-filesystem` allows exactly the folders of the last roots answer it got, and
 applies a new answer asynchronously, so switching one session between clients' roots would let a call race the
-switch. An upstream that has asked for roots is therefore bound to one client, the first that gives it roots:
+switch. An upstream that has asked for roots is therefore bound to one client per session:
 
-- that client's calls run (together); its roots changes reach the upstream as usual;
-- another client's call is refused with an error that says why (one session, shared; give the server its
-  directories in the config, or run a gateway per user), never run on the holder's folders;
-- when the holder has gone (its connection closed), the next client's call restarts the upstream first, so
-  nothing of the old client's roots outlives it, and then gives it the new client's;
-- a call whose client cannot give roots while the upstream holds a departed client's is refused too. An
-  upstream no client ever gave roots runs on its own configuration.
+- the shared session belongs to the first client that gives it roots: that client's calls run on it (together),
+  and its roots changes reach the upstream as usual;
+- another client gets a session (a process) of its own, opened at its first call and given its roots then; it is
+  stopped once its client has gone (the connection closed) or after `OWN_IDLE` seconds without a call. At most
+  `maxClientSessions` (config, default 16) run per upstream; past that, or with 0, a call is refused with why,
+  never run on another client's folders;
+- when the shared session's client has gone, the next client's call restarts it first, so nothing of the old
+  client's roots outlives it, and then gives it the new client's;
+- a call whose client cannot give roots while the session holds a departed client's is refused too. An upstream
+  no client ever gave roots runs on its own configuration.
 
-A handshake-era client is one holder for its connection; 2026-07-28 clients, which have no connection, are one
-holder per principal (bearer token), and every anonymous one is the same holder, as they are for grants.
+A handshake-era client is one client for its connection; 2026-07-28 clients, which have no connection, are one
+per principal (bearer token), and every anonymous one is the same client, as they are for grants.
 
 Knows nothing about tools, grants, modes or transports.
 """
@@ -22,22 +25,32 @@ Knows nothing about tools, grants, modes or transports.
 from __future__ import annotations
 
 import contextlib
+import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Final
+from dataclasses import dataclass, field
+from typing import Final, Protocol
 
 import anyio
 import mcp_types as types
+from anyio.abc import TaskGroup
 from mcp.shared.exceptions import MCPError
 
-__all__ = ["ROOTS_WAIT", "RootsKeeper"]
+__all__ = ["OWN_IDLE", "ROOTS_WAIT", "RootsKeeper", "SessionHost"]
 
 ROOTS_WAIT: Final = 5.0
+ROOTS_SETTLE: Final = 0.25  # how long after a roots answer a call waits, so the upstream has applied it
+OWN_IDLE: Final = 600.0  # a client's own session unused this long is stopped (its next call opens another)
+SWEEP_EVERY: Final = 5.0
 
 
 def _ref(key: object) -> Callable[[], object | None]:
     """A reference that does not keep a client alive (a principal's name, a string, is held as it is)."""
     return (lambda: key) if isinstance(key, str) else weakref.ref(key)
+
+
+def _gone() -> None:
+    """The reference of a client that has gone."""
 
 
 def _is(ref: Callable[[], object | None] | None, key: object) -> bool:
@@ -66,76 +79,237 @@ class _Turn:
             self.changed = anyio.Event()
 
 
+class SessionHost(Protocol):
+    """What the keeper needs of the pool: sessions renewed, opened for one client, and stopped."""
+
+    @property
+    def task_group(self) -> TaskGroup | None: ...
+
+    def client_sessions(self, upstream: str) -> int: ...
+
+    async def renew(self, key: str) -> None: ...
+
+    async def spawn(self, upstream: str, key: str) -> None: ...
+
+    async def retire(self, key: str) -> None: ...
+
+
+@dataclass
+class _Own:
+    """A session of one client's own."""
+
+    client: Callable[[], object | None]
+    key: str
+    running: int = 0
+    used: float = field(default_factory=time.monotonic)
+    opening: bool = False
+    ready: anyio.Event = field(default_factory=anyio.Event)  # set once it has started (or failed once)
+
+
 class RootsKeeper:
-    """Per upstream that uses roots: whose roots it holds, and whose calls run now (see the module's docstring)."""
+    """Per upstream that uses roots: whose roots each of its sessions holds, and whose calls run on it now (see the
+    module's docstring). Sessions are named by key: an upstream's shared one by its name, a client's own by
+    `<name>#<n>`."""
 
-    def __init__(self, tell: Callable[[str], Awaitable[bool]], restart: Callable[[str], Awaitable[None]]) -> None:
-        # `tell(upstream)`: send it `notifications/roots/list_changed` (False when that could not be sent);
-        # `restart(upstream)`: a new session (and process), returning once it is ready.
+    def __init__(self, tell: Callable[[str], Awaitable[bool]], sessions: SessionHost | None) -> None:
+        # `tell(key)`: send that session `notifications/roots/list_changed` (False when that could not be sent).
         self._tell = tell
-        self._restart = restart
+        self._sessions = sessions
         self._users: set[str] = set()
-        self._held: dict[str, Callable[[], object | None]] = {}  # upstream -> the client whose roots it got
-        self._settled: dict[str, anyio.Event] = {}  # set when a roots request of that upstream ends
+        self._held: dict[str, Callable[[], object | None]] = {}  # session -> the client whose roots it got
+        self._settled: dict[str, anyio.Event] = {}  # set when a roots request of that session ends
+        self._answered: dict[str, float] = {}  # when each session last got a client's roots
         self._turns: dict[str, _Turn] = {}
+        self._own: dict[str, list[_Own]] = {}  # upstream -> its clients' own sessions
+        self._sweeping = False
+        self._opened = 0
 
-    def asked(self, upstream: str) -> None:
-        """`upstream` sent a roots request: from now on its calls run on their own client's roots."""
-        self._users.add(upstream)
+    def asked(self, key: str) -> None:
+        """Session `key` sent a roots request: from now on its upstream's calls run on their own client's roots."""
+        self._users.add(self.upstream(key))
 
-    def ended(self, upstream: str, answered_by: object | None) -> None:
-        """A roots request of `upstream` ended: answered by the client `answered_by`, or (None) not answered."""
+    def ended(self, key: str, answered_by: object | None) -> None:
+        """A roots request of session `key` ended: answered by the client `answered_by`, or (None) not answered."""
         if answered_by is not None:
-            self._held[upstream] = _ref(answered_by)
-        settled = self._settled.pop(upstream, None)
+            self._held[key] = _ref(answered_by)
+            self._answered[key] = time.monotonic()
+        settled = self._settled.pop(key, None)
         if settled is not None:
             settled.set()
 
-    def holds(self, upstream: str, key: object) -> bool:
-        return _is(self._held.get(upstream), key)
+    def left(self, client: object) -> None:
+        """`client` has gone (its connection closed): its own sessions stop within `SWEEP_EVERY` seconds, and the
+        next client's call renews a shared session it held."""
+        for key, held in list(self._held.items()):
+            if _is(held, client):
+                self._held[key] = _gone
+        for owns in self._own.values():
+            for own in owns:
+                if _is(own.client, client):
+                    own.client = _gone
+
+    def holds(self, key: str, client: object) -> bool:
+        return _is(self._held.get(key), client)
+
+    def upstream(self, key: str) -> str:
+        """The upstream a session key belongs to."""
+        return next((name for name, owns in self._own.items() if any(o.key == key for o in owns)), key)
+
+    def owner(self, key: str) -> object | None:
+        """The client a session of its own serves (None for a shared session, or when that client has gone)."""
+        for owns in self._own.values():
+            for own in owns:
+                if own.key == key:
+                    return own.client()
+        return None
+
+    def forget(self, upstream: str) -> None:
+        """`upstream` left the config or was restarted: nothing of its sessions' roots is kept (the pool stops its
+        clients' own sessions)."""
+        self._users.discard(upstream)
+        for key in [upstream, *(own.key for own in self._own.pop(upstream, []))]:
+            self._held.pop(key, None)
+            self._answered.pop(key, None)
+            self._turns.pop(key, None)
 
     @contextlib.asynccontextmanager
-    async def turn(self, upstream: str, key: object) -> AsyncIterator[None]:
-        """While the block runs, only `key`'s calls run on `upstream` (if it uses roots)."""
+    async def turn(self, upstream: str, client: object) -> AsyncIterator[str]:
+        """The key of the session `client`'s call runs on: while the block runs, only `client`'s calls run there.
+        A session of the client's own is claimed here and opened by `give`, inside the call, so what it asks as
+        it starts (its first roots request) reaches that call."""
         if upstream not in self._users:
-            yield
+            yield upstream
             return
-        turn = self._turns.setdefault(upstream, _Turn())
-        await turn.enter(key)
+        while True:
+            own = self._own_of(upstream, client)
+            if own is None and not self._shared_free(upstream, client):
+                own = self._claim(upstream, client)
+            if own is not None:
+                own.running += 1
+                try:
+                    yield own.key
+                finally:
+                    own.running -= 1
+                    own.used = time.monotonic()
+                return
+            turn = self._turns.setdefault(upstream, _Turn())
+            await turn.enter(client)
+            if self._shared_free(upstream, client) or not self._room(upstream):
+                break
+            turn.leave()  # another client took the shared session while this one waited: it gets its own
         try:
-            yield
+            yield upstream
         finally:
             turn.leave()
 
-    async def give(self, upstream: str, key: object, *, can_answer: bool) -> None:
-        """Inside `turn` (and with the call registered, so the request reaches `key`): make `upstream` hold
-        `key`'s roots. Raises MCPError when it holds, or may still hold, another client's."""
-        if upstream not in self._users or self.holds(upstream, key):
-            return
+    def _own_of(self, upstream: str, client: object) -> _Own | None:
+        return next((own for own in self._own.get(upstream, []) if _is(own.client, client)), None)
+
+    def _shared_free(self, upstream: str, client: object) -> bool:
+        """Whether `client` may use the shared session: nobody else holds it (or its holder has gone)."""
         held = self._held.get(upstream)
+        return held is None or held() is None or _is(held, client)
+
+    def _room(self, upstream: str) -> bool:
+        """Whether another client may get a session of its own of `upstream`."""
+        taken = len(self._own.get(upstream, []))
+        return self._sessions is not None and taken < self._sessions.client_sessions(upstream)
+
+    def _claim(self, upstream: str, client: object) -> _Own | None:
+        """A session of `client`'s own, counted now and opened by `give` (None: there may be none, and `give`
+        says why)."""
+        if not self._room(upstream):
+            return None
+        self._opened += 1
+        own = _Own(_ref(client), f"{upstream}#{self._opened}")
+        self._own.setdefault(upstream, []).append(own)
+        return own
+
+    async def _opened_own(self, key: str) -> None:
+        """Open the claimed session `key` unless it is open (or opening: then wait for it)."""
+        own = next((o for owns in self._own.values() for o in owns if o.key == key), None)
+        if own is None or own.ready.is_set():
+            return
+        if own.opening:
+            await own.ready.wait()
+            return
+        sessions = self._sessions
+        assert sessions is not None
+        own.opening = True
+        try:
+            # A session that fails to start is kept: its supervisor retries, and its calls say why meanwhile.
+            await sessions.spawn(self.upstream(key), key)
+        finally:
+            own.ready.set()
+        if not self._sweeping and sessions.task_group is not None:
+            self._sweeping = True
+            sessions.task_group.start_soon(self._sweep, name="clients' own upstream sessions")
+
+    async def _sweep(self) -> None:
+        """Stop clients' own sessions whose client has gone or that sat idle for `OWN_IDLE` seconds."""
+        assert self._sessions is not None
+        try:
+            while any(self._own.values()):
+                await anyio.sleep(SWEEP_EVERY)
+                now = time.monotonic()
+                for owns in list(self._own.values()):
+                    for own in list(owns):
+                        if not own.running and (own.client() is None or now - own.used > OWN_IDLE):
+                            owns.remove(own)
+                            self._held.pop(own.key, None)
+                            self._answered.pop(own.key, None)
+                            await self._sessions.retire(own.key)
+        finally:
+            self._sweeping = False
+
+    async def give(self, key: str, client: object, *, can_answer: bool) -> None:
+        """Inside `turn` (and with the call registered, so the request reaches `client`): make session `key` hold
+        `client`'s roots, opening it first if it is the client's own. Raises MCPError when it holds, or may
+        still hold, another client's."""
+        if self.upstream(key) not in self._users:
+            return
+        await self._opened_own(key)
+        if not self.holds(key, client):
+            await self._take(key, client, can_answer)
+        # The upstream applies a roots answer after it has sent its next message, perhaps (the filesystem server
+        # checks every folder first): a call right behind the answer could still meet the old folders.
+        answered = self._answered.get(key)
+        if answered is not None:
+            await anyio.sleep(max(0.0, answered + ROOTS_SETTLE - time.monotonic()))
+
+    async def _take(self, key: str, client: object, can_answer: bool) -> None:
+        held = self._held.get(key)
         if held is not None and held() is not None:
+            limit = 0 if self._sessions is None else self._sessions.client_sessions(self.upstream(key))
             raise MCPError(
                 types.INVALID_REQUEST,
-                f"Upstream '{upstream}' works on its client's roots and is serving another client: it has one "
-                "session, shared by the gateway's clients, and roots belong to that session. Give the server its "
-                "directories in the gateway's config, or run a gateway per user.",
+                f"Upstream '{key}' works on its client's roots and is serving another client, and "
+                + (
+                    f"all {limit} sessions it may open for other clients are in use (maxClientSessions)"
+                    if limit
+                    else "its config allows no session per client (maxClientSessions is 0)"
+                )
+                + ". Try again later, give the server its directories in the gateway's config, or raise "
+                "maxClientSessions.",
             )
         if held is not None:  # its client has gone: a new session, so none of that client's folders outlive it
-            del self._held[upstream]
-            await self._restart(upstream)
+            del self._held[key]
+            if self._sessions is None:
+                raise MCPError(types.INTERNAL_ERROR, f"Upstream '{key}' cannot be restarted here.")
+            await self._sessions.renew(key)
         if can_answer:
             with anyio.move_on_after(ROOTS_WAIT):
                 for _ in range(2):  # a second time when the first request to end was another one (or refused)
-                    if self.holds(upstream, key):
+                    if self.holds(key, client):
                         break
-                    settled = self._settled.setdefault(upstream, anyio.Event())
-                    if not await self._tell(upstream):
+                    settled = self._settled.setdefault(key, anyio.Event())
+                    if not await self._tell(key):
                         break
                     await settled.wait()
-        if upstream in self._held and not self.holds(upstream, key):
+        if key in self._held and not self.holds(key, client):
             why = "gave it none in time" if can_answer else "did not declare roots"
             raise MCPError(
                 types.INVALID_REQUEST,
-                f"Upstream '{upstream}' works on its client's roots and this client {why}, so the gateway refuses "
-                "the request rather than run it on another client's folders.",
+                f"Upstream '{self.upstream(key)}' works on its client's roots and this client {why}, so the "
+                "gateway refuses the request rather than run it on another client's folders.",
             )

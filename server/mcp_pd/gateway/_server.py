@@ -177,8 +177,9 @@ class Gateway:
         if route is None:
             return await self.run(params.name, params.arguments, meta=meta)
 
-        async def work() -> types.CallToolResult:
-            return await self.run(params.name, params.arguments, meta=meta, progress=_progress_forwarder(ctx))
+        async def work(session: str) -> types.CallToolResult:
+            progress = _progress_forwarder(ctx)
+            return await self.run(params.name, params.arguments, meta=meta, progress=progress, session=session)
 
         # The upstream's own requests meanwhile (roots, sampling, elicitation) are for this client.
         request = ("tools/call", params.name, params.arguments)
@@ -198,8 +199,10 @@ class Gateway:
         *,
         meta: Mapping[str, Any] | None = None,
         progress: ProgressFnT | None = None,
+        session: str | None = None,
     ) -> types.CallToolResult:
         """An admitted call of the served `name`: its upstream's result, or a refusal saying why there is none.
+        `session`: the upstream session to call on (a client's own, `_roots.py`), else the shared one.
 
         Raises MCPError when the upstream answered with a JSON-RPC error (passed on as it is).
         """
@@ -208,6 +211,8 @@ class Gateway:
             message = f"Tool '{name}' is not served by any upstream."
             return Refusal(ErrorCode.TOOL_NOT_FOUND, message).tool_result()
         upstream, tool = found
+        if session is not None:
+            upstream = self.pool.instance(session)
         return await self.outcome(name, upstream.call(tool, arguments, meta=meta, progress=progress), upstream.name)
 
     async def outcome(self, name: str, call: Awaitable[types.CallToolResult], upstream: str) -> types.CallToolResult:
