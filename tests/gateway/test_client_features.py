@@ -462,6 +462,44 @@ async def _fewer(mark: str, n: int) -> bool:
 
 
 @pytest.mark.req("PDX-CARRY-04")
+async def test_a_call_parked_on_a_roots_upstream_does_not_hold_up_other_clients(
+    tmp_path: Path, npm: dict[str, Path], mark: str
+) -> None:
+    # A 2026-07-28 client's first call is parked while the upstream asks it for roots: the next client does not
+    # wait for that call (until it is answered, or lapses after 300 s); it gets a session of its own at once, and the
+    # parked call, answered afterwards, still runs on its own client's roots.
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "note.txt").write_text("p's note")
+    config = write_config(tmp_path / "servers.json", {"filesystem": stdio("node", str(npm["filesystem"]), mark=mark)})
+    peer = Peer(tmp_path / "p")
+    async with _http_gateway(config, tmp_path) as url, Client(url, cache=None, **peer.options()) as parked:
+        arguments = {"path": str(tmp_path / "p" / "note.txt")}
+        first = await parked.session.call_tool("read_text_file", arguments, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult), first  # asked for its roots: not answered yet
+        ((_, asked),) = first.input_requests.items()
+        assert isinstance(asked, types.ListRootsRequest)
+        # A second client (with no roots, so it cannot answer the upstream's first request either) is not held up.
+        async with Client(url, mode="legacy", cache=None) as other:
+            denied = await other.call_tool("read_text_file", arguments)
+            assert denied.is_error and "Access denied" in _text(denied)  # its own session: no folders at all
+        done: Any = first
+        for _ in range(4):  # the upstream may ask more than once (its start-up request ended unanswered meanwhile)
+            if not isinstance(done, types.InputRequiredResult):
+                break
+            assert done.input_requests and all(
+                isinstance(r, types.ListRootsRequest) for r in done.input_requests.values()
+            )
+            done = await parked.session.call_tool(
+                "read_text_file",
+                arguments,
+                input_responses={key: await peer.roots(None) for key in done.input_requests},
+                request_state=done.request_state,
+                allow_input_required=True,
+            )
+        assert isinstance(done, types.CallToolResult) and _text(done) == "p's note", done
+
+
+@pytest.mark.req("PDX-CARRY-04")
 async def test_with_no_sessions_per_client_a_roots_upstream_serves_one_client_at_a_time(
     tmp_path: Path, npm: dict[str, Path], mark: str
 ) -> None:

@@ -206,8 +206,12 @@ class RootsKeeper:
         return next((own for own in self._own.get(upstream, []) if _is(own.client, client)), None)
 
     def _shared_free(self, upstream: str, client: object) -> bool:
-        """Whether `client` may use the shared session: nobody else holds it (or its holder has gone)."""
+        """Whether `client` may use the shared session: nobody else holds it (or its holder has gone), and no
+        other client's call runs there now (its first call may be giving it roots, or parked in a round)."""
         held = self._held.get(upstream)
+        turn = self._turns.get(upstream)
+        if turn is not None and turn.running and not _is(turn.holder, client):
+            return False
         return held is None or held() is None or _is(held, client)
 
     def _room(self, upstream: str) -> bool:
