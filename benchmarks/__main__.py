@@ -20,7 +20,7 @@ BENCHMARKS = ("context", "catalog", "overhead", "scale", "hardening", "reload", 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="reduced sizes and counts (well under 2 minutes)")
+    parser.add_argument("--quick", action="store_true", help="reduced sizes and counts (about 3 minutes on 2 cores)")
     parser.add_argument("--only", default="", help=f"comma-separated subset of {', '.join(BENCHMARKS)}")
     parser.add_argument("--out", type=Path, default=None, help="results directory")
     parser.add_argument("--no-report", action="store_true", help="do not rewrite benchmarks/README.md")

@@ -73,7 +73,7 @@ HOW: Final[dict[str, tuple[Kind, str]]] = {
     "--json agent_demo/ledger.json --markdown agent_demo/README.md --markdown README.md": ("exit0", ""),
     "./dev bench": ("hand", "the whole benchmark run: about 11 minutes of both cores, results committed"),
     "python -m benchmarks": ("hand", "the same run as ./dev bench"),
-    "python -m benchmarks --quick": ("hand", "2 minutes of both cores; each module's own command is run below"),
+    "python -m benchmarks --quick": ("hand", "3 minutes of both cores; each module's own command is run below"),
     "python -m benchmarks.context": ("exit0", ""),
     "python -m benchmarks.report --write": ("exit0", ""),
 }
