@@ -1,7 +1,8 @@
 """A raw stdio JSON-RPC upstream (stdlib only) that answers the handshake and then misbehaves on request.
 
 Tools: `garbage` answers with a result that is not a tools/call result; `noise` prints a line that is not
-JSON-RPC before a correct answer; `ok` answers correctly.
+JSON-RPC before a correct answer; `both` answers with an error and a result in one message; `ok` answers
+correctly.
 """
 
 import json
@@ -9,7 +10,12 @@ import sys
 
 TOOLS = [
     {"name": n, "description": d, "inputSchema": {"type": "object"}}
-    for n, d in (("garbage", "Answer with garbage."), ("noise", "Print noise, then answer."), ("ok", "Answer."))
+    for n, d in (
+        ("garbage", "Answer with garbage."),
+        ("noise", "Print noise, then answer."),
+        ("both", "Answer with an error and a result at once."),
+        ("ok", "Answer."),
+    )
 ]
 
 
@@ -37,6 +43,10 @@ def main() -> None:
         elif method == "tools/call" and request["params"]["name"] == "noise":
             sys.stdout.write("this line is not JSON-RPC\n")
             result = {"content": [{"type": "text", "text": "fine"}]}
+        elif method == "tools/call" and request["params"]["name"] == "both":
+            error = {"code": -32000, "message": "both an error and a result"}
+            send({"jsonrpc": "2.0", "id": rid, "error": error, "result": {"content": []}})
+            continue
         elif method == "tools/call":
             result = {"content": [{"type": "text", "text": "ok"}]}
         elif method == "ping":

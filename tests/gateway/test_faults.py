@@ -30,9 +30,14 @@ from gateway.gwtest import (
 )
 from mcp import Client
 from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
 from pdtest import _wait_for_port, free_port
 
 pytestmark = pytest.mark.anyio
+
+
+async def _ignore_progress(value: float, total: float | None, message: str | None) -> None:
+    pass
 
 
 def _text(result: types.CallToolResult) -> str:
@@ -107,11 +112,17 @@ async def test_garbage_progress_cancellation_and_list_changed(tmp_path: Path, ma
         notifications.append(message)
 
     async with connect(gateway_params("--config", str(config)), message_handler=on_message) as client:
-        await describe(client, "garbage", "noise", "ok", "slow", "add_tool")
+        await describe(client, "garbage", "noise", "both", "ok", "slow", "add_tool")
         error = error_of(await client.call_tool("garbage", {}))
         assert error["server"] == "garbage" and "not a valid tools/call result" in error["message"]
         assert _text(await client.call_tool("noise", {})) == "fine"  # a stray stdout line costs nothing
-        assert _text(await client.call_tool("ok", {})) == "ok"
+        # An answer with an error beside its result is taken as the error, on the pipe's path (the lane's and the
+        # pool's) and on the SDK's (a call that reports progress), and the upstream keeps serving.
+        for progress_callback in (None, _ignore_progress):
+            with pytest.raises(MCPError) as both:
+                await client.call_tool("both", {}, progress_callback=progress_callback)
+            assert "both an error and a result" in both.value.message
+            assert _text(await client.call_tool("ok", {})) == "ok"
 
         progress: list[tuple[float, float | None, str | None]] = []
 
