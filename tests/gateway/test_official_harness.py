@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,5 +61,7 @@ def test_scenarios_that_pass_direct_pass_through_the_gateway(tmp_path: Path, npm
     lost = sorted(name for name in passed_direct if not through.get(name))
     assert not lost, f"pass direct, fail through the gateway: {lost}"
     # What this run found, for the record (the README quotes these figures).
-    print(f"official harness: {len(passed_direct)} scenarios pass direct, {sum(through.values())} through the gateway")
-    assert sys.executable  # the gateway ran with this interpreter
+    print(
+        f"official harness: {len(passed_direct)} of {len(direct)} scenarios pass direct, "
+        f"{sum(through.values())} of {len(through)} through the gateway"
+    )
