@@ -5,6 +5,8 @@ upstreams (the filesystem server started with no directory: it takes its folders
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -414,7 +416,7 @@ async def test_each_client_of_a_roots_upstream_gets_its_own_session_over_http(
             return _text(await read(a, "a")) == "a's note"
 
         await eventually(a_reads, "the filesystem server to allow a's root")
-        assert len(marked_pids(mark)) == 1
+        (a_pid,) = marked_pids(mark)
         tg.start_soon(client, "b")
         await joined["b"].wait()
         b = clients["b"]
@@ -422,8 +424,20 @@ async def test_each_client_of_a_roots_upstream_gets_its_own_session_over_http(
         assert _text(await read(b, "b")) == "b's note"
         assert (await read(b, "a")).is_error
         assert str(folders["a"]) not in await allowed(b) and str(folders["b"]) in await allowed(b)
-        assert len(marked_pids(mark)) == 2
+        (b_pid,) = set(marked_pids(mark)) - {a_pid}
         assert value(scrape(url), "mcp_pd_upstream_client_sessions", upstream="filesystem") == 1
+        # b's own process dies between calls: the gateway restarts it (its start-up roots request, outside any call,
+        # reaches nobody), and b's next call gives it b's roots again before it runs (never none).
+        os.kill(b_pid, signal.SIGKILL)
+
+        async def restarted() -> bool:
+            pids = set(marked_pids(mark))
+            return len(pids) == 2 and b_pid not in pids
+
+        await eventually(restarted, "b's own session to restart")
+        await anyio.sleep(1)  # its start-up roots request has been refused by now
+        assert _text(await read(b, "b")) == "b's note"
+        assert (await read(b, "a")).is_error
         assert _text(await read(a, "a")) == "a's note"  # a goes on undisturbed, on its own folders only
         assert (await read(a, "b")).is_error
         assert str(folders["b"]) not in await allowed(a)

@@ -114,3 +114,12 @@ def test_client_sessions_are_a_bounded_whole_number(tmp_path: Path) -> None:
         path.write_text(json.dumps({"mcpServers": {"fs": {"command": "x", "maxClientSessions": bad}}}))
         with pytest.raises(ConfigError, match=r"fs\.maxClientSessions must be a whole number from 0 to 1000"):
             load_config(path)
+
+
+def test_a_name_may_not_look_like_a_clients_own_session(tmp_path: Path) -> None:
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": {"fs#2": {"command": "x"}}}))
+    with pytest.raises(ConfigError, match=r"'fs#2': a name may not end in '#' and digits"):
+        load_config(path)
+    path.write_text(json.dumps({"mcpServers": {"fs#work": {"command": "x"}}}))
+    assert [c.name for c in load_config(path)] == ["fs#work"]

@@ -127,6 +127,8 @@ class ClientBridge:
             yield
         finally:
             calls.remove(ctx)
+            if not calls and self._calls.get(key) is calls:
+                del self._calls[key]
 
     def seen(self, ctx: Context) -> bool:
         """Remember a handshake-era client connection; True the first time it is seen."""
@@ -226,7 +228,7 @@ class ClientBridge:
         if callers:
             ctx = next(iter(callers.values()))
             return ctx, _connection(ctx)
-        if upstream != key:  # a session of one client's own: its client is asked during its calls, given them
+        if self.roots.is_own(key):  # a session of one client's own: its client is asked during its calls, given them
             return f"upstream '{upstream}' asked outside its client's calls (its client is asked at its next call)"
         if not self._connections:
             with anyio.move_on_after(self._wait):
@@ -308,9 +310,12 @@ class ClientBridge:
         upstream = self.roots.upstream(key)
         name = upstream if not params.logger else f"{upstream}/{params.logger}"
         calls = self._calls.get(key, [])
-        conns = {id(c): c for c in (_connection(ctx) for ctx in calls) if c is not None} or {
-            id(c): c for c in self._connections
-        }
+        conns = {id(c): c for c in (_connection(ctx) for ctx in calls) if c is not None}
+        if not conns and self.roots.is_own(key):  # outside calls: a client's own session logs to that client only
+            owner = self.roots.owner(key)
+            conns = {id(owner): owner} if owner in self._connections else {}
+        elif not conns:  # and a shared session to every client
+            conns = {id(c): c for c in self._connections}
         for conn in conns.values():
             if conn.protocol_version in MODERN_PROTOCOL_VERSIONS:
                 continue  # 2026-07-28 logs ride the request's own stream, by the request's opt-in

@@ -173,7 +173,7 @@ class ContentRouter:
         name, own = route
 
         async def read(key: str) -> types.ReadResourceResult:
-            return await (await _session(self.pool.instance(key))).read_resource(own)
+            return await (await _session(self.pool, key)).read_resource(own)
 
         result = await self.bridge.call(name, ctx, params, ("resources/read", uri, None), read)
         if isinstance(result, types.InputRequiredResult):
@@ -253,7 +253,7 @@ class ContentRouter:
         if route is None:
             raise MCPError(RESOURCE_NOT_FOUND, f"Resource {uri} is not served by any upstream of this gateway.")
         name, own = route
-        session = await _session(self.pool[name])
+        session = await _session(self.pool, name)
         conn = self.bridge.connection(ctx)
         subscribers = self._subscribers.setdefault(uri, weakref.WeakSet())
         if conn is not None:
@@ -312,7 +312,7 @@ class ContentRouter:
         request = ("prompts/get", params.name, params.arguments)
 
         async def get(key: str) -> types.GetPromptResult:
-            return await (await _session(self.pool.instance(key))).get_prompt(route.tool, params.arguments)
+            return await (await _session(self.pool, key)).get_prompt(route.tool, params.arguments)
 
         result = await self.bridge.call(route.server, ctx, params, request, get)
         if isinstance(result, types.InputRequiredResult):
@@ -336,15 +336,16 @@ class ContentRouter:
             if found is None:
                 raise MCPError(types.INVALID_PARAMS, f"Unknown resource template: {ref.uri}")
             name, own_ref = found[0], ref.model_copy(update={"uri": found[1]})
-        session = await _session(self.pool[name])
+        session = await _session(self.pool, name)
         context = params.context.arguments if params.context is not None else None
         argument = params.argument.model_dump(by_alias=True)
         return await session.complete(own_ref, argument, context)
 
 
-async def _session(upstream: Upstream) -> ClientSession:
+async def _session(pool: UpstreamPool, key: str) -> ClientSession:
+    """The live session `key` names (an upstream's name, or a client's own session); MCPError saying why not."""
     try:
-        return await upstream.ensure()
+        return await pool.instance(key).ensure()
     except UpstreamUnavailable as exc:
         raise MCPError(types.INTERNAL_ERROR, f"{str(exc)[0].upper()}{str(exc)[1:]}.") from None
 

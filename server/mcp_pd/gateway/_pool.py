@@ -163,8 +163,8 @@ class Upstream:
 
     async def _connect_once(self) -> tuple[str, bool, float]:
         """One session's life: (why it ended, whether to re-open at once, seconds it was up)."""
-        self._recycle = anyio.Event()
-        self._reinit = False
+        self._recycle, self._reinit = anyio.Event(), False
+        self.pool.bridge.roots.started(self.key)  # a new session holds nobody's roots, whoever the last one had
         process: StdioProcess | None = None
         ready_at: float | None = None
         try:
@@ -436,11 +436,20 @@ class UpstreamPool:
 
     def client_sessions(self, name: str) -> int:
         """How many clients may each have a session of upstream `name` of their own (`_roots.py`)."""
-        return self.upstreams[name].config.client_sessions
+        upstream = self.upstreams.get(name)
+        return 0 if upstream is None else upstream.config.client_sessions
 
     def instance(self, key: str) -> Upstream:
-        """The session `key` names: an upstream's shared one (its name) or one client's own."""
-        return self.own.get(key) or self.upstreams[key]
+        """The session `key` names: an upstream's shared one (its name) or one client's own. UpstreamUnavailable
+        when it is gone (a client's own session is never swapped for another's)."""
+        found = self.own.get(key) or self.upstreams.get(key)
+        if found is None:
+            raise UpstreamUnavailable(
+                self.bridge.roots.upstream(key),
+                "has no session for this client any more (the server was removed or restarted, or the gateway is "
+                "stopping); retry",
+            )
+        return found
 
     def sessions(self) -> list[tuple[str, ClientSession]]:
         """(key, session) of every upstream session that is live now, clients' own included."""
@@ -454,8 +463,13 @@ class UpstreamPool:
     async def spawn(self, name: str, key: str) -> None:
         """A new session (and process) of upstream `name` for one client, keyed `key`; returns once it is ready or
         has failed once (its calls then say why)."""
-        upstream = self.own[key] = Upstream(self.upstreams[name].config, self, key=key)
+        shared = self.upstreams.get(name)
+        if shared is None or shared.removed.is_set() or self.closing:
+            return  # its call is refused (`instance` finds no session)
+        upstream = self.own[key] = Upstream(shared.config, self, key=key)
         upstream.start()
+        if not upstream._supervised:
+            return
         with anyio.move_on_after(self.start_timeout + 1):
             await upstream._attempt.wait()
 
@@ -520,12 +534,14 @@ class UpstreamPool:
         restarted = [n for n in self.upstreams if n in wanted and wanted[n] != self.upstreams[n].config]
         added = [n for n in wanted if n not in self.upstreams]
         gone = [self.upstreams[n] for n in removed + restarted]
+        for upstream in gone:  # first, before any wait: no new call opens a session of theirs for a client
+            upstream.removed.set()
+            self.bridge.roots.forget(upstream.name)
         for upstream in gone:
             await upstream.stop()
-        for key in [k for k, u in self.own.items() if u.name in removed + restarted]:
-            await self.retire(key)
-        for name in removed + restarted:
-            self.bridge.roots.forget(name)
+        while own := [k for k, u in self.own.items() if u.name in removed + restarted]:
+            for key in own:
+                await self.retire(key)
         kept = {n: u for n, u in self.upstreams.items() if n not in removed and n not in restarted}
         self.upstreams = {n: kept[n] if n in kept else Upstream(wanted[n], self) for n in wanted}
         for upstream in gone:  # their tools leave the listing now; the new ones join when they have listed

@@ -25,6 +25,7 @@ Knows nothing about tools, grants, modes or transports.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -40,6 +41,8 @@ __all__ = ["OWN_IDLE", "ROOTS_WAIT", "RootsKeeper", "SessionHost"]
 
 ROOTS_WAIT: Final = 5.0
 ROOTS_SETTLE: Final = 0.25  # how long after a roots answer a call waits, so the upstream has applied it
+OWN_KEY_SUFFIX: Final = r"#\d+$"  # how a client's own session's key ends; a configured name never does
+_OWN_KEY: Final = re.compile(OWN_KEY_SUFFIX)
 OWN_IDLE: Final = 600.0  # a client's own session unused this long is stopped (its next call opens another)
 SWEEP_EVERY: Final = 5.0
 
@@ -98,6 +101,7 @@ class SessionHost(Protocol):
 class _Own:
     """A session of one client's own."""
 
+    upstream: str
     client: Callable[[], object | None]
     key: str
     running: int = 0
@@ -109,7 +113,7 @@ class _Own:
 class RootsKeeper:
     """Per upstream that uses roots: whose roots each of its sessions holds, and whose calls run on it now (see the
     module's docstring). Sessions are named by key: an upstream's shared one by its name, a client's own by
-    `<name>#<n>`."""
+    `<name>#<n>` (a configured name never ends so: `_config.py`)."""
 
     def __init__(self, tell: Callable[[str], Awaitable[bool]], sessions: SessionHost | None) -> None:
         # `tell(key)`: send that session `notifications/roots/list_changed` (False when that could not be sent).
@@ -120,22 +124,33 @@ class RootsKeeper:
         self._settled: dict[str, anyio.Event] = {}  # set when a roots request of that session ends
         self._answered: dict[str, float] = {}  # when each session last got a client's roots
         self._turns: dict[str, _Turn] = {}
-        self._own: dict[str, list[_Own]] = {}  # upstream -> its clients' own sessions
+        self._own: dict[str, _Own] = {}  # clients' own sessions, by key, until they are stopped
         self._sweeping = False
         self._opened = 0
 
+    def _live(self, key: str) -> bool:
+        """Whether `key` is a shared session or a client's own not yet stopped (a late message of a stopped one
+        must not bring its entries back)."""
+        return key in self._own or not self.is_own(key)
+
     def asked(self, key: str) -> None:
         """Session `key` sent a roots request: from now on its upstream's calls run on their own client's roots."""
-        self._users.add(self.upstream(key))
+        if self._live(key):
+            self._users.add(self.upstream(key))
 
     def ended(self, key: str, answered_by: object | None) -> None:
         """A roots request of session `key` ended: answered by the client `answered_by`, or (None) not answered."""
-        if answered_by is not None:
+        if answered_by is not None and self._live(key):
             self._held[key] = _ref(answered_by)
             self._answered[key] = time.monotonic()
         settled = self._settled.pop(key, None)
         if settled is not None:
             settled.set()
+
+    def started(self, key: str) -> None:
+        """Session `key` is a new one (first start or a restart): it holds nobody's roots yet."""
+        self._held.pop(key, None)
+        self._answered.pop(key, None)
 
     def left(self, client: object) -> None:
         """`client` has gone (its connection closed): its own sessions stop within `SWEEP_EVERY` seconds, and the
@@ -143,34 +158,41 @@ class RootsKeeper:
         for key, held in list(self._held.items()):
             if _is(held, client):
                 self._held[key] = _gone
-        for owns in self._own.values():
-            for own in owns:
-                if _is(own.client, client):
-                    own.client = _gone
+        for own in self._own.values():
+            if _is(own.client, client):
+                own.client = _gone
 
     def holds(self, key: str, client: object) -> bool:
         return _is(self._held.get(key), client)
 
     def upstream(self, key: str) -> str:
         """The upstream a session key belongs to."""
-        return next((name for name, owns in self._own.items() if any(o.key == key for o in owns)), key)
+        own = self._own.get(key)
+        return own.upstream if own is not None else _OWN_KEY.sub("", key)
 
     def owner(self, key: str) -> object | None:
         """The client a session of its own serves (None for a shared session, or when that client has gone)."""
-        for owns in self._own.values():
-            for own in owns:
-                if own.key == key:
-                    return own.client()
-        return None
+        own = self._own.get(key)
+        return None if own is None else own.client()
 
-    def forget(self, upstream: str) -> None:
-        """`upstream` left the config or was restarted: nothing of its sessions' roots is kept (the pool stops its
-        clients' own sessions)."""
+    @staticmethod
+    def is_own(key: str) -> bool:
+        """Whether `key` names (or named) a session of one client's own."""
+        return _OWN_KEY.search(key) is not None
+
+    def forget(self, upstream: str) -> list[str]:
+        """`upstream` left the config or is restarted: nothing of its sessions' roots is kept. Returns the keys of
+        its clients' own sessions, for the pool to stop."""
         self._users.discard(upstream)
-        for key in [upstream, *(own.key for own in self._own.pop(upstream, []))]:
-            self._held.pop(key, None)
-            self._answered.pop(key, None)
-            self._turns.pop(key, None)
+        keys = [key for key, own in self._own.items() if own.upstream == upstream]
+        for key in [upstream, *keys]:
+            self._drop(key)
+        return keys
+
+    def _drop(self, key: str) -> None:
+        self._own.pop(key, None)
+        for table in (self._held, self._answered, self._turns, self._settled):
+            table.pop(key, None)
 
     @contextlib.asynccontextmanager
     async def turn(self, upstream: str, client: object) -> AsyncIterator[str]:
@@ -192,18 +214,22 @@ class RootsKeeper:
                     own.running -= 1
                     own.used = time.monotonic()
                 return
+            held = self._held.get(upstream)
+            if held is not None and held() is not None and not _is(held, client):
+                break  # held by another client and no room for one more: `give` refuses at once, without waiting
             turn = self._turns.setdefault(upstream, _Turn())
             await turn.enter(client)
             if self._shared_free(upstream, client) or not self._room(upstream):
-                break
+                try:
+                    yield upstream
+                finally:
+                    turn.leave()
+                return
             turn.leave()  # another client took the shared session while this one waited: it gets its own
-        try:
-            yield upstream
-        finally:
-            turn.leave()
+        yield upstream
 
     def _own_of(self, upstream: str, client: object) -> _Own | None:
-        return next((own for own in self._own.get(upstream, []) if _is(own.client, client)), None)
+        return next((o for o in self._own.values() if o.upstream == upstream and _is(o.client, client)), None)
 
     def _shared_free(self, upstream: str, client: object) -> bool:
         """Whether `client` may use the shared session: nobody else holds it (or its holder has gone), and no
@@ -216,7 +242,7 @@ class RootsKeeper:
 
     def _room(self, upstream: str) -> bool:
         """Whether another client may get a session of its own of `upstream`."""
-        taken = len(self._own.get(upstream, []))
+        taken = sum(own.upstream == upstream for own in self._own.values())
         return self._sessions is not None and taken < self._sessions.client_sessions(upstream)
 
     def _claim(self, upstream: str, client: object) -> _Own | None:
@@ -225,44 +251,41 @@ class RootsKeeper:
         if not self._room(upstream):
             return None
         self._opened += 1
-        own = _Own(_ref(client), f"{upstream}#{self._opened}")
-        self._own.setdefault(upstream, []).append(own)
+        own = _Own(upstream, _ref(client), f"{upstream}#{self._opened}")
+        self._own[own.key] = own
+        sessions = self._sessions
+        if not self._sweeping and sessions is not None and sessions.task_group is not None:
+            self._sweeping = True  # from the claim on: an opening cut short is stopped too
+            sessions.task_group.start_soon(self._sweep, name="clients' own upstream sessions")
         return own
 
     async def _opened_own(self, key: str) -> None:
         """Open the claimed session `key` unless it is open (or opening: then wait for it)."""
-        own = next((o for owns in self._own.values() for o in owns if o.key == key), None)
+        own = self._own.get(key)
         if own is None or own.ready.is_set():
             return
         if own.opening:
             await own.ready.wait()
             return
-        sessions = self._sessions
-        assert sessions is not None
+        assert self._sessions is not None
         own.opening = True
         try:
             # A session that fails to start is kept: its supervisor retries, and its calls say why meanwhile.
-            await sessions.spawn(self.upstream(key), key)
+            await self._sessions.spawn(own.upstream, key)
         finally:
             own.ready.set()
-        if not self._sweeping and sessions.task_group is not None:
-            self._sweeping = True
-            sessions.task_group.start_soon(self._sweep, name="clients' own upstream sessions")
 
     async def _sweep(self) -> None:
         """Stop clients' own sessions whose client has gone or that sat idle for `OWN_IDLE` seconds."""
         assert self._sessions is not None
         try:
-            while any(self._own.values()):
+            while self._own:
                 await anyio.sleep(SWEEP_EVERY)
                 now = time.monotonic()
-                for owns in list(self._own.values()):
-                    for own in list(owns):
-                        if not own.running and (own.client() is None or now - own.used > OWN_IDLE):
-                            owns.remove(own)
-                            self._held.pop(own.key, None)
-                            self._answered.pop(own.key, None)
-                            await self._sessions.retire(own.key)
+                for key, own in list(self._own.items()):
+                    if not own.running and (own.client() is None or now - own.used > OWN_IDLE):
+                        self._drop(key)
+                        await self._sessions.retire(key)
         finally:
             self._sweeping = False
 
@@ -274,7 +297,10 @@ class RootsKeeper:
             return
         await self._opened_own(key)
         if not self.holds(key, client):
-            await self._take(key, client, can_answer)
+            try:
+                await self._take(key, client, can_answer)
+            finally:
+                self._settled.pop(key, None)
         # The upstream applies a roots answer after it has sent its next message, perhaps (the filesystem server
         # checks every folder first): a call right behind the answer could still meet the old folders.
         answered = self._answered.get(key)

@@ -212,7 +212,12 @@ class Gateway:
             return Refusal(ErrorCode.TOOL_NOT_FOUND, message).tool_result()
         upstream, tool = found
         if session is not None:
-            upstream = self.pool.instance(session)
+            own = session
+
+            async def on_own() -> types.CallToolResult:  # UpstreamUnavailable when that session is gone
+                return await self.pool.instance(own).call(tool, arguments, meta=meta, progress=progress)
+
+            return await self.outcome(name, on_own(), upstream.name)
         return await self.outcome(name, upstream.call(tool, arguments, meta=meta, progress=progress), upstream.name)
 
     async def outcome(self, name: str, call: Awaitable[types.CallToolResult], upstream: str) -> types.CallToolResult:
