@@ -20,7 +20,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 # How many clients may each have their own session of an upstream that works on its client's roots (`_roots.py`),
 # and how such a session's key ends (`<name>#<n>`: no configured name may end so).
 CLIENT_SESSIONS: Final = 16
-_SESSION_SUFFIX: Final = re.compile(r"#\d+$")
+SESSION_SUFFIX: Final = re.compile(r"#\d+$")
 _NAMED = re.compile(r"^([A-Za-z0-9_.\-]+)=(.+)$", re.DOTALL)
 _LAUNCHERS = {"npx", "uvx", "bunx", "pnpx", "node", "python", "python3", "uv", "deno", "bun", "docker", "npm", "pnpm"}
 
@@ -168,7 +168,7 @@ def _check_unique(upstreams: Sequence[UpstreamConfig]) -> None:
     for upstream in upstreams:
         if not upstream.name:
             raise ConfigError("an upstream server needs a non-empty name")
-        if _SESSION_SUFFIX.search(upstream.name):
+        if SESSION_SUFFIX.search(upstream.name):
             raise ConfigError(
                 f"server {upstream.name!r}: a name may not end in '#' and digits (the gateway names the sessions "
                 "it opens for one client so); rename it"

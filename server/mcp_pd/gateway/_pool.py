@@ -453,8 +453,11 @@ class UpstreamPool:
 
     def sessions(self) -> list[tuple[str, ClientSession]]:
         """(key, session) of every upstream session that is live now, clients' own included."""
-        every = [*self.upstreams.values(), *self.own.values()]
-        return [(u.key, u.session) for u in every if u.state == "ready" and u.session is not None]
+        return [(u.key, u.session) for u in self._every() if u.state == "ready" and u.session is not None]
+
+    def _every(self) -> list[Upstream]:
+        """Every session's upstream object: the shared ones and clients' own."""
+        return [*self.upstreams.values(), *self.own.values()]
 
     def client_sessions_live(self, name: str) -> int:
         """How many sessions of upstream `name` of one client's own are ready now."""
@@ -491,7 +494,7 @@ class UpstreamPool:
         self.closing = True
         self.closed.set()
         with anyio.CancelScope(shield=True), anyio.move_on_after(30):
-            while any(u._supervised and u.state != "closed" for u in [*self.upstreams.values(), *self.own.values()]):
+            while any(u._supervised and u.state != "closed" for u in self._every()):
                 await anyio.sleep(0.02)
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -557,11 +560,10 @@ class UpstreamPool:
                 logger.exception("tool change listener failed")
 
     async def tools_listed(self, upstream: Upstream, tools: tuple[types.Tool, ...]) -> None:
-        if upstream.tools == tools or upstream.key != upstream.name:  # a client's own session lists nothing
-            upstream.tools = tools
-            return
+        changed = upstream.tools != tools
         upstream.tools = tools
-        await self._notify(upstream)
+        if changed and upstream.key == upstream.name:  # a client's own session lists nothing to the gateway
+            await self._notify(upstream)
 
 
 async def _first_of(*events: anyio.Event) -> None:

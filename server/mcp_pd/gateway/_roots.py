@@ -25,7 +25,6 @@ Knows nothing about tools, grants, modes or transports.
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -37,12 +36,12 @@ import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp.shared.exceptions import MCPError
 
+from ._config import SESSION_SUFFIX as _OWN_KEY  # how a client's own session's key ends: no configured name does
+
 __all__ = ["OWN_IDLE", "ROOTS_WAIT", "RootsKeeper", "SessionHost"]
 
 ROOTS_WAIT: Final = 5.0
 ROOTS_SETTLE: Final = 0.25  # how long after a roots answer a call waits, so the upstream has applied it
-OWN_KEY_SUFFIX: Final = r"#\d+$"  # how a client's own session's key ends; a configured name never does
-_OWN_KEY: Final = re.compile(OWN_KEY_SUFFIX)
 OWN_IDLE: Final = 600.0  # a client's own session unused this long is stopped (its next call opens another)
 SWEEP_EVERY: Final = 5.0
 
@@ -180,14 +179,12 @@ class RootsKeeper:
         """Whether `key` names (or named) a session of one client's own."""
         return _OWN_KEY.search(key) is not None
 
-    def forget(self, upstream: str) -> list[str]:
-        """`upstream` left the config or is restarted: nothing of its sessions' roots is kept. Returns the keys of
-        its clients' own sessions, for the pool to stop."""
+    def forget(self, upstream: str) -> None:
+        """`upstream` left the config or is restarted: nothing of its sessions' roots is kept (the pool stops its
+        clients' own sessions)."""
         self._users.discard(upstream)
-        keys = [key for key, own in self._own.items() if own.upstream == upstream]
-        for key in [upstream, *keys]:
+        for key in [upstream, *(key for key, own in self._own.items() if own.upstream == upstream)]:
             self._drop(key)
-        return keys
 
     def _drop(self, key: str) -> None:
         self._own.pop(key, None)

@@ -212,12 +212,10 @@ class Gateway:
             return Refusal(ErrorCode.TOOL_NOT_FOUND, message).tool_result()
         upstream, tool = found
         if session is not None:
-            own = session
-
-            async def on_own() -> types.CallToolResult:  # UpstreamUnavailable when that session is gone
-                return await self.pool.instance(own).call(tool, arguments, meta=meta, progress=progress)
-
-            return await self.outcome(name, on_own(), upstream.name)
+            try:
+                upstream = self.pool.instance(session)
+            except UpstreamUnavailable as exc:  # a client's own session that was stopped: never the shared one
+                return _unavailable(name, exc)
         return await self.outcome(name, upstream.call(tool, arguments, meta=meta, progress=progress), upstream.name)
 
     async def outcome(self, name: str, call: Awaitable[types.CallToolResult], upstream: str) -> types.CallToolResult:
@@ -226,16 +224,21 @@ class Gateway:
         try:
             return self.content.tool_result(upstream, await call)
         except UpstreamUnavailable as exc:
-            wait: dict[str, Any] = {} if exc.retry_in is None else {"retry_after_seconds": round(exc.retry_in, 1)}
-            return Refusal(
-                UPSTREAM_UNAVAILABLE,
-                f"Tool '{name}' could not be run: {exc}.",
-                server=exc.server,
-                tool=name,
-                reason=exc.reason,
-                retryable=True,
-                **wait,
-            ).tool_result()
+            return _unavailable(name, exc)
+
+
+def _unavailable(name: str, exc: UpstreamUnavailable) -> types.CallToolResult:
+    """The refusal of a call of the served `name` whose upstream could not answer, saying why."""
+    wait: dict[str, Any] = {} if exc.retry_in is None else {"retry_after_seconds": round(exc.retry_in, 1)}
+    return Refusal(
+        UPSTREAM_UNAVAILABLE,
+        f"Tool '{name}' could not be run: {exc}.",
+        server=exc.server,
+        tool=name,
+        reason=exc.reason,
+        retryable=True,
+        **wait,
+    ).tool_result()
 
 
 def build_gateway(
