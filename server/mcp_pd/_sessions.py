@@ -1,7 +1,11 @@
-"""Which session a request belongs to, in each transport and protocol era (spec 5.2; spec/sessions.md).
+"""Which session a request belongs to, and which client sent it, in each transport and protocol era (spec 5.2;
+spec/sessions.md).
 
-The one place that reads the SDK's connection objects and its authenticated principal. Returns an opaque key
-and registers a callback for the end of the session; knows nothing about what is granted.
+The one place that reads the SDK's connection objects and its authenticated principal. `resolve` gives the key
+grants are kept under (the operator's hook, then the principal, then the transport's session); `client` says
+which client a request comes from (the transport's session, then the hook, then the principal, else that request
+alone), for what a server holds per client beyond grants (the gateway's upstream sessions, roots, questions and
+logs). Both register callbacks for the end of a session; this module knows nothing about what is granted.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 __all__ = [
+    "ClientId",
     "SessionKeyHook",
     "SessionPolicy",
     "SessionResolver",
@@ -44,6 +49,26 @@ class SessionPolicy:
     sessionless: SessionlessPolicy = "downgrade"
     session_key: SessionKeyHook | None = None
     principal_keys: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ClientId:
+    """Which client a request comes from.
+
+    `key` names the client for as long as it lasts: a handshake session (`conn:`, `http:`, `stream:`), the
+    operator's hook (`custom:`) or an authenticated principal (`principal:`). An anonymous request without a
+    session is a client for that request alone (`request:`, `lasting` False): it never inherits what another
+    request left, and `bucket` (its HTTP peer) is what bounds per client apply to for such requests.
+    """
+
+    key: str
+    lasting: bool = True
+    bucket: str = ""
+
+    @property
+    def limit_key(self) -> str:
+        """What per-client bounds count against: the client, or for a request alone its peer's bucket."""
+        return self.key if self.lasting else self.bucket
 
 
 def _connection(ctx: ServerRequestContext[Any, Any]) -> Any:
@@ -108,6 +133,8 @@ class SessionResolver:
     def __init__(self, policy: SessionPolicy, on_end: Callable[[str], None]) -> None:
         self.policy = policy
         self._on_end = on_end
+        # Told of every session (client) that ends, after `on_end`: what others hold per client is let go.
+        self.listeners: list[Callable[[str], None]] = []
         # transport identity -> session key. Connection keys name this process and a counter, never an id():
         # grants kept in a shared store (Redis) outlive the process and its addresses, and a reused address
         # must never inherit another connection's grants.
@@ -129,7 +156,23 @@ class SessionResolver:
             if principal is not None:
                 # No end signal: a principal's grants end by idle expiry (spec/sessions.md).
                 return principal
-        conn = _connection(ctx)
+        return self._transport_key(ctx, _connection(ctx))
+
+    def client(self, ctx: ServerRequestContext[Any, Any]) -> ClientId:
+        """Which client `ctx` comes from: its transport's session (a handshake connection, an `Mcp-Session-Id`, a
+        2026-07-28 pipe), else the operator's `session_key` hook, else its authenticated principal, else the
+        request alone (never shared with another request, whatever both leave unsaid)."""
+        key = self._transport_key(ctx, _connection(ctx))
+        if key is None and self.policy.session_key is not None:
+            custom = self.policy.session_key(ctx)
+            key = None if custom is None else f"custom:{custom}"
+        if key is None:
+            key = principal_key(ctx)
+        if key is not None:
+            return ClientId(key)
+        return ClientId(f"request:{self._process}.{next(self._counter)}", lasting=False, bucket=client_address(ctx))
+
+    def _transport_key(self, ctx: ServerRequestContext[Any, Any], conn: Any) -> str | None:
         if conn is None:
             return None
         session_id = getattr(conn, "session_id", None)
@@ -169,6 +212,11 @@ class SessionResolver:
             return
         logger.debug("session %s ended; dropping its grants", key)
         self._on_end(key)
+        for listener in self.listeners:
+            try:
+                listener(key)
+            except Exception:  # one holder failing to let go must not keep the others holding
+                logger.exception("a listener of session %s's end failed", key)
 
     def __len__(self) -> int:
         return len(self._tracked)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 from mcp import Client, StdioServerParameters
 
 HERE = Path(__file__).resolve().parent
@@ -154,3 +155,83 @@ async def eventually(check: Callable[[], Awaitable[Any]], what: str = "the condi
                 return value
             await anyio.sleep(0.1)
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+# Bearer tokens for `mcp-pd proxy --bearer-tokens`: each names a principal (one client of the gateway).
+TOKENS: dict[str, dict[str, Any]] = {
+    "alice-gw-token-0123456789": {"client_id": "agent-app", "subject": "alice"},
+    "bob-gw-token-0123456789ab": {"client_id": "agent-app", "subject": "bob"},
+}
+ALICE_TOKEN, BOB_TOKEN = TOKENS
+
+
+def token_file(directory: Path) -> Path:
+    path = directory / "tokens.json"
+    path.write_text(json.dumps(TOKENS))
+    return path
+
+
+@asynccontextmanager
+async def http_gateway(config: Path, log: Path, *extra: str) -> AsyncIterator[str]:
+    """`mcp-pd proxy --transport http` on a free loopback port (stderr to `log`); its /mcp URL once it listens."""
+    from pdtest import _wait_for_port, free_port, stop_process
+
+    port = free_port()
+    params = gateway_params("--config", str(config), "--transport", "http", "--port", str(port), *extra)
+    with log.open("wb") as err:
+        proc = subprocess.Popen([params.command, *params.args], stdout=subprocess.DEVNULL, stderr=err, env=params.env)
+        try:
+            _wait_for_port(port, proc)
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            stop_process(proc)
+
+
+@asynccontextmanager
+async def http_client(url: str, token: str | None = None, **options: Any) -> AsyncIterator[Client]:
+    """A client of `url` sending `Authorization: Bearer <token>` when given (options: the Client's own)."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    if token is None:
+        async with Client(url, cache=None, **options) as client:
+            yield client
+        return
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=300)) as http,
+        Client(streamable_http_client(url, http_client=http), cache=None, **options) as client,  # type: ignore[arg-type]
+    ):
+        yield client
+
+
+class Peer:
+    """A client's side of roots, sampling, elicitation and logging, recording what the upstreams asked."""
+
+    def __init__(self, *roots: Path) -> None:
+        self.folders = list(roots)  # what it answers a roots request with (a test may change it)
+        self.asked: list[str] = []
+        self.logs: list[types.LoggingMessageNotificationParams] = []
+
+    async def roots(self, ctx: Any) -> types.ListRootsResult:
+        self.asked.append("roots")
+        return types.ListRootsResult(roots=[types.Root(uri=f.as_uri(), name=f.name) for f in self.folders])
+
+    async def sampling(self, ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        self.asked.append("sampling")
+        text = f"sampled: {params.messages[0].content.text}"  # type: ignore[union-attr]
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=text), model="peer")
+
+    async def elicitation(self, ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.asked.append("elicitation")
+        return types.ElicitResult(action="accept", content={"name": "Ada", "check": True, "integer": 7})
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        self.logs.append(params)
+
+    def options(self) -> dict[str, Any]:
+        return {
+            "list_roots_callback": self.roots,
+            "sampling_callback": self.sampling,
+            "elicitation_callback": self.elicitation,
+            "logging_callback": self.log,
+        }

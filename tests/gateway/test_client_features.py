@@ -7,57 +7,33 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
-from gateway.gwtest import connect, eventually, gateway_params, marked_pids, stdio, write_config
+from gateway.gwtest import (
+    ALICE_TOKEN,
+    BOB_TOKEN,
+    Peer,
+    connect,
+    eventually,
+    gateway_params,
+    http_client,
+    http_gateway,
+    marked_pids,
+    stdio,
+    token_file,
+    write_config,
+)
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from pdtest import _wait_for_port, free_port, stop_process
 from pdtest_metrics import scrape, value
 
 # Roots, sampling and logging are deprecated as of 2026-07-28 (SEP-2577); handshake-era clients still use them.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")]
-
-
-class Peer:
-    """A client's side of roots, sampling, elicitation and logging, recording what the upstreams asked."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.asked: list[str] = []
-        self.logs: list[types.LoggingMessageNotificationParams] = []
-
-    async def roots(self, ctx: Any) -> types.ListRootsResult:
-        self.asked.append("roots")
-        return types.ListRootsResult(roots=[types.Root(uri=self.root.as_uri(), name="work")])
-
-    async def sampling(self, ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
-        self.asked.append("sampling")
-        text = f"sampled: {params.messages[0].content.text}"  # type: ignore[union-attr]
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(text=text), model="peer")
-
-    async def elicitation(self, ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        self.asked.append("elicitation")
-        return types.ElicitResult(action="accept", content={"name": "Ada", "check": True, "integer": 7})
-
-    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
-        self.logs.append(params)
-
-    def options(self) -> dict[str, Any]:
-        return {
-            "list_roots_callback": self.roots,
-            "sampling_callback": self.sampling,
-            "elicitation_callback": self.elicitation,
-            "logging_callback": self.log,
-        }
 
 
 def _config(tmp_path: Path, npm: dict[str, Path], mark: str, *, twins: bool = False) -> Path:
@@ -74,17 +50,17 @@ def _text(result: types.CallToolResult) -> str:
     return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
 
 
-@asynccontextmanager
-async def _http_gateway(config: Path, tmp_path: Path) -> AsyncIterator[str]:
-    port = free_port()
-    params = gateway_params("--config", str(config), "--mode", "eager", "--transport", "http", "--port", str(port))
-    with (tmp_path / "gateway.log").open("wb") as err:
-        proc = subprocess.Popen([params.command, *params.args], stdout=subprocess.DEVNULL, stderr=err, env=params.env)
-        try:
-            _wait_for_port(port, proc)
-            yield f"http://127.0.0.1:{port}/mcp"
-        finally:
-            stop_process(proc)
+def _http_gateway(config: Path, tmp_path: Path, *extra: str) -> Any:
+    return http_gateway(config, tmp_path / "gateway.log", "--mode", "eager", *extra)
+
+
+ADMIN = "operator-token-0123456789abcdef"
+
+
+def _tokens(tmp_path: Path) -> tuple[str, ...]:
+    """Client tokens (`gwtest.TOKENS`) and the operator's (`ADMIN`, for GET /metrics)."""
+    (tmp_path / "admin").write_text(ADMIN)
+    return "--bearer-tokens", str(token_file(tmp_path)), "--admin-token-file", str(tmp_path / "admin")
 
 
 async def _roots_sampling_elicitation(client: Client, peer: Peer, files: Path) -> None:
@@ -167,7 +143,7 @@ async def test_everything_passes_through_the_gateway_over_stdio(
         other = tmp_path / "other"
         other.mkdir()
         (other / "moved.txt").write_text("after the change")
-        peer.root = other
+        peer.folders = [other]
         await client.session.send_roots_list_changed()
 
         async def moved() -> bool:
@@ -223,9 +199,11 @@ async def test_a_2026_client_is_asked_in_input_required_rounds(tmp_path: Path, n
         await _roots_sampling_elicitation(client, peer, files)
         await _resources_and_prompts(client)
     peer.asked.clear()
+    # Over HTTP a 2026-07-28 client is told apart by its credential (anonymous requests are each a client of their
+    # own, which an upstream on its clients' roots cannot serve: test_isolation.py).
     async with (
-        _http_gateway(config, tmp_path) as url,
-        Client(url, cache=None, **peer.options()) as client,
+        _http_gateway(config, tmp_path, *_tokens(tmp_path)) as url,
+        http_client(url, ALICE_TOKEN, **peer.options()) as client,
     ):
         assert client.protocol_version == "2026-07-28"
         await _roots_sampling_elicitation(client, peer, files)
@@ -395,14 +373,14 @@ async def test_each_client_of_a_roots_upstream_gets_its_own_session_over_http(
     async def allowed(client: Client) -> str:
         return _text(await client.call_tool("list_allowed_directories", {}))
 
-    async with _http_gateway(config, tmp_path) as url, anyio.create_task_group() as tg:
+    async with _http_gateway(config, tmp_path, *_tokens(tmp_path)) as url, anyio.create_task_group() as tg:
         clients: dict[str, Client] = {}
         joined = {name: anyio.Event() for name in ("a", "b")}
         leave = {name: anyio.Event() for name in ("a", "b")}
         gone = {name: anyio.Event() for name in ("a", "b")}
 
         async def client(name: str) -> None:  # in a task of its own, so it can leave while the other stays
-            async with Client(url, mode="legacy", cache=None, **peers[name].options()) as c:
+            async with http_client(url, ALICE_TOKEN, mode="legacy", **peers[name].options()) as c:
                 clients[name] = c
                 joined[name].set()
                 await leave[name].wait()
@@ -425,7 +403,7 @@ async def test_each_client_of_a_roots_upstream_gets_its_own_session_over_http(
         assert (await read(b, "a")).is_error
         assert str(folders["a"]) not in await allowed(b) and str(folders["b"]) in await allowed(b)
         (b_pid,) = set(marked_pids(mark)) - {a_pid}
-        assert value(scrape(url), "mcp_pd_upstream_client_sessions", upstream="filesystem") == 1
+        assert value(scrape(url, ADMIN), "mcp_pd_upstream_client_sessions", upstream="filesystem") == 1
         # b's own process dies between calls: the gateway restarts it (its start-up roots request, outside any call,
         # reaches nobody), and b's next call gives it b's roots again before it runs (never none).
         os.kill(b_pid, signal.SIGKILL)
@@ -452,18 +430,18 @@ async def test_each_client_of_a_roots_upstream_gets_its_own_session_over_http(
             both.start_soon(reads, a, "a", "b")
             both.start_soon(reads, b, "b", "a")
 
-        async with Client(url, mode="legacy", cache=None) as rootless:  # no roots: allowed nothing, as direct
+        async with http_client(url, ALICE_TOKEN, mode="legacy") as rootless:  # no roots: allowed nothing, as direct
             assert (await read(rootless, "a")).is_error
         # A client that has gone leaves no process behind (its own session is stopped within seconds).
         await eventually(lambda: _fewer(mark, 3), "the rootless client's own session to stop")
         leave["b"].set()
         await gone["b"].wait()
         await eventually(lambda: _fewer(mark, 2), "b's own session to stop")
-        assert value(scrape(url), "mcp_pd_upstream_client_sessions", upstream="filesystem") == 0
+        assert value(scrape(url, ADMIN), "mcp_pd_upstream_client_sessions", upstream="filesystem") == 0
         assert _text(await read(a, "a")) == "a's note"
         # A 2026-07-28 client (no connection: one client per principal) is asked in input_required rounds and gets
-        # its own session too.
-        async with Client(url, cache=None, **peers["c"].options()) as c:
+        # its own session too. (a, b and the rootless client share alice's token: each session is a client.)
+        async with http_client(url, BOB_TOKEN, **peers["c"].options()) as c:
             assert c.protocol_version == "2026-07-28"
             assert _text(await read(c, "c")) == "c's note"
             assert (await read(c, "a")).is_error
@@ -486,14 +464,17 @@ async def test_a_call_parked_on_a_roots_upstream_does_not_hold_up_other_clients(
     (tmp_path / "p" / "note.txt").write_text("p's note")
     config = write_config(tmp_path / "servers.json", {"filesystem": stdio("node", str(npm["filesystem"]), mark=mark)})
     peer = Peer(tmp_path / "p")
-    async with _http_gateway(config, tmp_path) as url, Client(url, cache=None, **peer.options()) as parked:
+    async with (
+        _http_gateway(config, tmp_path, *_tokens(tmp_path)) as url,
+        http_client(url, ALICE_TOKEN, **peer.options()) as parked,
+    ):
         arguments = {"path": str(tmp_path / "p" / "note.txt")}
         first = await parked.session.call_tool("read_text_file", arguments, allow_input_required=True)
         assert isinstance(first, types.InputRequiredResult), first  # asked for its roots: not answered yet
         ((_, asked),) = first.input_requests.items()
         assert isinstance(asked, types.ListRootsRequest)
         # A second client (with no roots, so it cannot answer the upstream's first request either) is not held up.
-        async with Client(url, mode="legacy", cache=None) as other:
+        async with http_client(url, BOB_TOKEN, mode="legacy") as other:
             denied = await other.call_tool("read_text_file", arguments)
             assert denied.is_error and "Access denied" in _text(denied)  # its own session: no folders at all
         done: Any = first

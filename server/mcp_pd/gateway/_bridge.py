@@ -1,24 +1,22 @@
 """What upstreams ask of clients, and what clients tell upstreams: roots, sampling, elicitation and logging.
 
-Each upstream has one session, shared by the gateway's clients (`_pool.py`). A request an upstream sends back
-(`roots/list`, `sampling/createMessage`, `elicitation/create`) is passed to the client it must be for:
+Every message an upstream sends a client is routed by what it relates to, never guessed and never broadcast:
 
-- the client whose call (tool, prompt or resource read) that upstream is serving now, on that call's own stream;
-- with no call in flight, the one connected client (a gateway served over stdio has exactly one);
-- otherwise nobody: when two clients' calls are in flight on the same upstream, or several clients are connected
-  and none is calling, the gateway cannot tell whose request it is, so it answers with an error that says so
-  rather than ask (or show one user's files to) the wrong person.
+- during a call (tool, prompt, resource read or listing) of one client on that upstream session, to that client,
+  on that call's own stream (a 2026-07-28 client through the call's `input_required` rounds, `_rounds.py`);
+- outside calls, to the one client that session serves (`_roots.py`: a client's own session, or the client whose
+  roots a shared session holds) when that client can be reached outside a call (a handshake-era connection), and
+  on a gateway served over stdio to its one client;
+- otherwise to nobody: the upstream gets an error that says why and the operator's log gets the message (a log
+  line, or what was asked). Which client a request comes from is `mcp_pd._sessions.ClientId`: the handshake
+  session, else the principal, else the request alone.
 
-Roots are state of an upstream session, so an upstream that uses them runs each call on its own client's roots:
-the shared session serves one client, and each other client gets a session of its own (`_roots.py`); what such a
-session asks goes to its client's calls only. A client that speaks 2026-07-28 has no back-channel:
-its call is answered `input_required` with the upstream's request inside, and the upstream call waits, parked,
-for the client's retry with the answer (`_rounds.py`). A client that did not declare the capability is not asked:
-the upstream gets the error the SDK gives a client without the capability, with the reason. Log messages of an
-upstream go to the clients its calls are for (else to every connected client), named `<upstream>` or
-`<upstream>/<logger>`;
-`logging/setLevel` and `notifications/roots/list_changed` go to every ready upstream, and so does a roots change
-when the first client that has roots connects (an upstream started before it asked nobody).
+An upstream that asks its clients anything is *bound* (`_roots.py`): each of its sessions then serves one client's
+calls at a time, so what it asks during a call has one client it can be for. A client that did not declare the
+capability is not asked: the upstream gets the error the SDK gives a client without the capability, with the
+reason. `logging/setLevel` goes to every ready upstream; `notifications/roots/list_changed` to the sessions
+holding that client's roots; a roots change when the first client that has roots connects, to the upstreams
+started before it (they asked nobody).
 
 Knows nothing about tools, grants or modes.
 """
@@ -28,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import warnings
-import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Final, Literal, TypeAlias
 
@@ -41,6 +38,8 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+
+from mcp_pd._sessions import ClientId, SessionPolicy, SessionResolver
 
 from ._roots import RootsKeeper, SessionHost
 from ._rounds import Rounds
@@ -62,6 +61,10 @@ def _connection(ctx: Context) -> Any:
     return getattr(ctx.session, "_connection", None)
 
 
+def _modern(conn: Any) -> bool:
+    return getattr(conn, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+
+
 class ClientBridge:
     """Routes upstream-to-client requests and client-to-upstream notices (see the module's docstring)."""
 
@@ -78,83 +81,102 @@ class ClientBridge:
         self._sessions = sessions
         self.rounds = Rounds(task_group)
         self._wait = first_client_wait
-        self._calls: dict[str, list[Context]] = {}
-        self._connections: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        # Served over stdio, the gateway has one client: what no call explains is for it (set by the CLI).
+        self.single_client = False
+        self._calls: dict[str, list[tuple[Context, ClientId]]] = {}
+        self._conns: dict[str, Any] = {}  # handshake-era clients connected now: client key -> connection
         self._joined = anyio.Event()
         self.level: types.LoggingLevel | None = None
         # Whose roots each upstream session holds: a call runs on its own client's roots, or not at all.
         self.roots = RootsKeeper(self._tell_one, pool)
         # Told of every notification an upstream sends (resource updates, list changes), after the pool saw it.
         self.listeners: list[Callable[[str, Any], Awaitable[None]]] = []
+        self.identify: Callable[[Context], ClientId] = lambda ctx: ClientId("")
+        self.use_sessions(SessionResolver(SessionPolicy(), lambda key: None))
+
+    def use_sessions(self, resolver: SessionResolver) -> None:
+        """Tell clients apart as `resolver` does (`build_gateway` passes the extension's), and let go of what a
+        client held when its session ends."""
+        self.identify = resolver.client
+        resolver.listeners.append(self._left)
+
+    def _left(self, client: str) -> None:
+        self._conns.pop(client, None)
+        self.roots.left(client)
 
     # -- what the gateway tells the bridge ------------------------------------------------------------
     async def call(
         self,
         upstream: str,
         ctx: Context,
-        params: types.InputResponseRequestParams,
+        params: types.InputResponseRequestParams | None,
         request: tuple[str, str, Any],
         work: Callable[[str], Awaitable[Any]],
     ) -> Any:
         """`work(key)` (the upstream side of `ctx`'s request, on the session `key` of `upstream`: the shared one,
         or the client's own) run while that session serves `ctx`'s client, so what the upstream asks meanwhile
         goes to that client; for a 2026-07-28 client that can be asked, its result or `input_required`
-        (`request` = method, name or URI, arguments: what a retry repeats)."""
-
-        self.seen(ctx)
+        (`request` = method, name or URI, arguments: what a retry repeats). `params` None: a request that cannot
+        be answered `input_required` (a listing): a 2026-07-28 client is then not asked."""
+        client = self.seen(ctx)
         conn = _connection(ctx)
-        modern = getattr(conn, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
-        key = self._client(ctx, conn)
+        wanted = _capabilities(conn)
 
         async def called() -> Any:
-            async with self.roots.turn(upstream, key) as session:
-                with self.calling(session, ctx):
-                    await self.roots.give(session, key, can_answer=_capabilities(conn).roots is not None)
+            async with self.roots.turn(upstream, client) as session:
+                with self.calling(session, ctx, client):
+                    await self.roots.give(session, client, can_answer=wanted.roots is not None)
                     return await work(session)
 
-        if modern:
-            wanted = _capabilities(conn)
-            if wanted.roots or wanted.sampling or wanted.elicitation:
-                return await self.rounds.serve(ctx, params, request, called)
+        if params is not None and _modern(conn) and (wanted.roots or wanted.sampling or wanted.elicitation):
+            return await self.rounds.serve(ctx, params, request, called, client)
         return await called()
 
     @contextlib.contextmanager
-    def calling(self, key: str, ctx: Context) -> Iterator[None]:
+    def calling(self, key: str, ctx: Context, client: ClientId) -> Iterator[None]:
         """While the block runs, the upstream session `key` is serving a call of `ctx`'s client."""
         calls = self._calls.setdefault(key, [])
-        calls.append(ctx)
+        entry = (ctx, client)
+        calls.append(entry)
         try:
             yield
         finally:
-            calls.remove(ctx)
+            calls.remove(entry)
             if not calls and self._calls.get(key) is calls:
                 del self._calls[key]
 
-    def seen(self, ctx: Context) -> bool:
-        """Remember a handshake-era client connection; True the first time it is seen."""
+    def seen(self, ctx: Context) -> ClientId:
+        """Which client `ctx` comes from; a handshake-era connection is remembered until its session ends."""
+        client = self.identify(ctx)
         conn = _connection(ctx)
-        if conn is None or conn.protocol_version in MODERN_PROTOCOL_VERSIONS or conn in self._connections:
-            return False
-        self._connections[conn] = anyio.current_time()
-        self._joined.set()
-        # Told when it closes: the sessions it held are free at once, not when the collector gets to it.
-        conn.exit_stack.callback(self.roots.left, conn)
-        return True
+        if client.lasting and conn is not None and not _modern(conn) and client.key not in self._conns:
+            self._conns[client.key] = conn
+            self._joined.set()
+        return client
 
     async def initialized(self, ctx: Context, params: Any) -> None:
-        """`notifications/initialized`: a client joined; if it has roots, upstreams started before it re-ask."""
-        if self.seen(ctx) and _capabilities(_connection(ctx)).roots is not None:
-            await self.roots_changed(ctx, None)
+        """`notifications/initialized`: a client joined. Served over stdio, upstreams started before their one
+        client connected asked nobody for roots: they ask again now (over HTTP a call gives its client's roots)."""
+        known = self.identify(ctx).key in self._conns
+        self.seen(ctx)
+        if not known and self.single_client and _capabilities(_connection(ctx)).roots is not None:
+            for key, session in self._sessions():
+                if self.roots.holder(key) is None:
+                    await _tell_roots_changed(key, session)
 
     async def roots_changed(self, ctx: Context, params: Any) -> None:
-        """`notifications/roots/list_changed`, passed to every ready upstream session but other clients' own (each
-        asks for the roots again)."""
-        self.seen(ctx)
-        conn = _connection(ctx)
-        for key, session in self._sessions():
-            owner = self.roots.owner(key)
-            if owner is None or owner is conn:
+        """`notifications/roots/list_changed`: each upstream session holding this client's roots is told (it asks
+        again, and the answer reaches this client); one that cannot ask in time is given them at the next call."""
+        client = self.seen(ctx)
+        live = dict(self._sessions())
+        for key in self.roots.changed(client.key):
+            session = live.get(key)
+            if session is not None:
                 await _tell_roots_changed(key, session)
+        if self.single_client:  # its one client: upstreams that hold nobody's roots yet may ask now
+            for key, session in live.items():
+                if self.roots.holder(key) is None:
+                    await _tell_roots_changed(key, session)
 
     async def set_level(self, ctx: Context, params: types.SetLevelRequestParams) -> types.EmptyResult:
         """`logging/setLevel`, passed to every ready upstream that logs (and to each that starts later)."""
@@ -198,7 +220,6 @@ class ClientBridge:
             return await self._ask(upstream, request, types.ElicitResult, "elicitation", "Elicitation")
 
         async def roots(context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
-            self.roots.asked(upstream)
             answer: types.ListRootsResult | types.ErrorData
             answer = await self._ask(upstream, types.ListRootsRequest(), types.ListRootsResult, "roots", "Roots")
             return answer
@@ -215,58 +236,72 @@ class ClientBridge:
             "message_handler": message,
         }
 
-    async def _target(self, key: str) -> tuple[Context | None, Any] | str:
-        """(the call's context or None, its connection), or why there is nobody to ask."""
+    async def _target(self, key: str) -> tuple[Context | None, Any, str] | str:
+        """(the call's context or None, the connection to ask, the client's key), or why there is nobody to ask."""
         upstream = self.roots.upstream(key)
-        calls = self._calls.get(key, [])
-        callers = {id(_connection(c)): c for c in calls}
+        callers: dict[str, Context] = {}
+        for ctx, client in self._calls.get(key, []):
+            # Of one client's calls, one whose upstream side is not itself waiting for an answer is the asker.
+            if client.key not in callers or self._waiting(callers[client.key]):
+                callers[client.key] = ctx
         if len(callers) > 1:
             return (
                 f"{len(callers)} clients have calls in flight on upstream '{upstream}', which shares one session "
-                "among the gateway's clients, so the gateway cannot tell whose request this is"
+                "among them, so the gateway cannot tell whose request this is"
             )
         if callers:
-            ctx = next(iter(callers.values()))
-            return ctx, _connection(ctx)
-        if self.roots.is_own(key):  # a session of one client's own: its client is asked during its calls, given them
-            return f"upstream '{upstream}' asked outside its client's calls (its client is asked at its next call)"
-        if not self._connections:
+            caller, ctx = next(iter(callers.items()))
+            return ctx, _connection(ctx), caller
+        holder = self.roots.holder(key)
+        if holder is not None:  # the one client this session serves, when it can be reached outside a call
+            conn = self._conns.get(holder)
+            if conn is not None:
+                return None, conn, holder
+            return (
+                f"upstream '{upstream}' asked outside its client's calls, and that client can be asked only during them"
+            )
+        if not self.single_client:
+            return (
+                f"upstream '{upstream}' asked outside any client's call, and the gateway serves several clients, so "
+                "it cannot tell whose request this is"
+            )
+        if not self._conns:
             with anyio.move_on_after(self._wait):
                 await self._joined.wait()
-        live = list(self._connections)
-        if len(live) == 1:
-            return None, live[0]
-        if not live:
+        if not self._conns:
             return f"no client is connected to the gateway to answer upstream '{upstream}'"
-        return (
-            f"{len(live)} clients are connected and none is calling upstream '{upstream}', which shares one "
-            "session among them, so the gateway cannot tell whose request this is"
-        )
+        only, conn = next(iter(self._conns.items()))
+        return None, conn, only
+
+    def _waiting(self, ctx: Context) -> bool:
+        exchange = self.rounds.exchange(ctx)
+        return exchange is not None and exchange.waiting
 
     async def _ask(self, upstream: str, request: Any, result_type: type[Any], capability: str, label: str) -> Any:
-        answer, outcome, key = await self._answer(upstream, request, result_type, capability, label)
+        self.roots.asked(upstream, capability)
+        answer, outcome, client = await self._answer(upstream, request, result_type, capability, label)
         if capability == "roots":
-            self.roots.ended(upstream, key if outcome == "answered" else None)
+            self.roots.ended(upstream, client if outcome == "answered" else None)
         return answer
 
     async def _answer(
         self, upstream: str, request: Any, result_type: type[Any], capability: str, label: str
-    ) -> tuple[Any, Outcome, object | None]:
+    ) -> tuple[Any, Outcome, str | None]:
         """(the client's answer or an error for the upstream; which: `refused` for a client that cannot be asked
-        or said -32600, `unreached` when nobody could be asked or the request failed on the way; and who was
-        asked: the connection, or a 2026-07-28 client's call)."""
+        or said -32600, `unreached` when nobody could be asked or the request failed on the way; and the key of
+        the client asked)."""
         target = await self._target(upstream)
         if isinstance(target, str):
+            logger.warning("%s request of upstream session %r not passed on: %s", label, upstream, target)
             error = types.ErrorData(code=types.INVALID_REQUEST, message=f"{label} not available: {target}.")
             return error, "unreached", None
-        ctx, conn = target
+        ctx, conn, client = target
         if getattr(_capabilities(conn), capability) is None:
             message = f"{label} not supported: the client did not declare it."
-            return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused", conn
-        era = getattr(conn, "protocol_version", None)
-        if era in MODERN_PROTOCOL_VERSIONS:
-            return (*await self._ask_in_rounds(ctx, request, result_type, capability, label), self._client(ctx, conn))
-        return (*await self._send(ctx, conn, request, result_type, capability, label), conn)
+            return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused", client
+        if _modern(conn):
+            return (*await self._ask_in_rounds(ctx, request, result_type, capability, label), client)
+        return (*await self._send(ctx, conn, request, result_type, capability, label), client)
 
     async def _send(
         self, ctx: Context | None, conn: Any, request: Any, result_type: type[Any], capability: str, label: str
@@ -307,31 +342,30 @@ class ClientBridge:
             return types.ErrorData(code=types.INVALID_PARAMS, message=message), "refused"
 
     async def _log(self, key: str, params: types.LoggingMessageNotificationParams) -> None:
+        """A log message of session `key`, to the client it relates to (see the module's docstring), else only to
+        the operator's log."""
         upstream = self.roots.upstream(key)
         name = upstream if not params.logger else f"{upstream}/{params.logger}"
         calls = self._calls.get(key, [])
-        conns = {id(c): c for c in (_connection(ctx) for ctx in calls) if c is not None}
-        if not conns and self.roots.is_own(key):  # outside calls: a client's own session logs to that client only
-            owner = self.roots.owner(key)
-            conns = {id(owner): owner} if owner in self._connections else {}
-        elif not conns:  # and a shared session to every client
-            conns = {id(c): c for c in self._connections}
-        for conn in conns.values():
-            if conn.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                continue  # 2026-07-28 logs ride the request's own stream, by the request's opt-in
-            try:
-                with handshake_era():
-                    await conn.log(params.level, params.data, logger=name)
-            except Exception as exc:  # a client that just left must not stop the others hearing
-                logger.debug("could not pass on a log message of %r: %s", upstream, exc)
-
-    def _client(self, ctx: Context | None, conn: Any) -> object:
-        """Who a client is, for whose roots an upstream holds: its connection (handshake era), else its principal
-        (2026-07-28 has no connection; anonymous clients are one, as they are for grants)."""
-        if conn is not None and getattr(conn, "protocol_version", None) not in MODERN_PROTOCOL_VERSIONS:
-            return conn
-        principal = None if ctx is None else self.rounds.principal(ctx)
-        return f"principal:{principal or ''}"
+        clients = {client.key: _connection(ctx) for ctx, client in calls}
+        if not clients:
+            holder = self.roots.holder(key)
+            if holder is not None:
+                clients = {holder: self._conns.get(holder)}
+            elif self.single_client:
+                clients = dict(self._conns)
+        if len(clients) != 1:
+            why = "several clients' calls" if clients else "no client's call"
+            logger.info("log of upstream %r (during %s, not passed on): %s", name, why, params.data)
+            return
+        conn = next(iter(clients.values()))
+        if conn is None or _modern(conn):
+            return  # 2026-07-28 logs ride the request's own stream, by the request's opt-in
+        try:
+            with handshake_era():
+                await conn.log(params.level, params.data, logger=name)
+        except Exception as exc:  # a client that just left must not stop the others hearing
+            logger.debug("could not pass on a log message of %r: %s", upstream, exc)
 
     async def _tell_one(self, key: str) -> bool:
         session = dict(self._sessions()).get(key)
@@ -339,7 +373,7 @@ class ClientBridge:
 
     async def notify_clients(self, method: str) -> None:
         """A parameterless notification (a list change) to every handshake-era client connected."""
-        for conn in list(self._connections):
+        for conn in list(self._conns.values()):
             try:
                 await conn.notify(method, None)
             except Exception as exc:  # a client that just left must not stop the others hearing
@@ -347,9 +381,8 @@ class ClientBridge:
 
     def connection(self, ctx: Context) -> Any:
         """`ctx`'s handshake-era connection (remembered), or None."""
-        self.seen(ctx)
-        conn = _connection(ctx)
-        return conn if conn in self._connections else None
+        client = self.seen(ctx)
+        return self._conns.get(client.key)
 
 
 async def _tell_roots_changed(upstream: str, session: ClientSession) -> bool:

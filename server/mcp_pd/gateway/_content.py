@@ -8,7 +8,9 @@ listed, one seen in a link, a namespaced one, one matching a single upstream's t
 that serves resources at all. Resource links and embedded resources in what an upstream returns (tool results,
 prompts, reads) are rewritten the same way, so a link an upstream returned resolves when the client reads it.
 An upstream's `resources/list_changed` and `prompts/list_changed` reach every client: handshake-era connections
-as notifications, 2026-07-28 clients on their `subscriptions/listen` streams.
+as notifications, 2026-07-28 clients on their `subscriptions/listen` streams. What an upstream on its clients'
+roots lists or completes for a client comes from the session holding that client's roots (`_roots.py`), never
+from another client's.
 
 Knows nothing about grants, modes or transports: it asks `ClientBridge` to mark which client a call is for.
 """
@@ -81,20 +83,38 @@ class ContentRouter:
         return [found[name] for name in sorted(found)]
 
     async def _gather(
-        self, capability: str, page: Callable[[ClientSession, str | None], Awaitable[tuple[list[T], str | None]]]
+        self,
+        capability: str,
+        page: Callable[[ClientSession, str | None], Awaitable[tuple[list[T], str | None]]],
+        ctx: Context | None = None,
     ) -> dict[str, list[T]]:
-        """Every page of one listing from each upstream that declares `capability`."""
+        """Every page of one listing from each upstream that declares `capability`. For `ctx`'s client, an upstream
+        on its clients' roots is listed from the session holding that client's roots (what it lists may come from
+        them); one that cannot be had for it is left out. Without `ctx` (routing only), the shared session."""
         listed: dict[str, list[T]] = {}
+
+        async def pages(session: ClientSession) -> list[T]:
+            items: list[T] = []
+            cursor: str | None = None
+            for _ in range(_PAGES):
+                got, cursor = await page(session, cursor)
+                items.extend(got)
+                if not cursor:
+                    break
+            return items
 
         async def one(upstream: Upstream, session: ClientSession) -> None:
             items: list[T] = []
-            cursor: str | None = None
             try:
-                for _ in range(_PAGES):
-                    got, cursor = await page(session, cursor)
-                    items.extend(got)
-                    if not cursor:
-                        break
+                if ctx is not None and self.bridge.roots.uses_roots(upstream.name):
+
+                    async def own(key: str) -> list[T]:
+                        return await pages(await _session(self.pool, key))
+
+                    request = ("list", capability, None)
+                    items = await self.bridge.call(upstream.name, ctx, None, request, own)
+                else:
+                    items = await pages(session)
             except Exception as exc:  # one failing upstream leaves the others' entries listed
                 # A server with resources may have no templates (resources/templates/list is optional): not a fault.
                 quiet = isinstance(exc, MCPError) and exc.error.code == types.METHOD_NOT_FOUND
@@ -115,7 +135,7 @@ class ContentRouter:
             got = await session.list_resources(params=types.PaginatedRequestParams(cursor=cursor))
             return list(got.resources), got.next_cursor
 
-        listed = await self._gather("resources", page)
+        listed = await self._gather("resources", page, ctx)
         await self._list_templates()  # what each upstream could serve: links that two could resolve are namespaced
         served = self._serve({n: [r.uri for r in items] for n, items in listed.items()})
         resources = [
@@ -124,7 +144,7 @@ class ContentRouter:
         return types.ListResourcesResult(resources=resources)
 
     async def list_templates(self, ctx: Context, params: types.PaginatedRequestParams | None) -> Any:
-        listed = await self._list_templates()
+        listed = await self._list_templates(ctx)
         served = self._serve({n: [t.uri_template for t in items] for n, items in listed.items()})
         templates = [
             t.model_copy(update={"uri_template": served[(name, t.uri_template)]})
@@ -133,12 +153,12 @@ class ContentRouter:
         ]
         return types.ListResourceTemplatesResult(resource_templates=templates)
 
-    async def _list_templates(self) -> dict[str, list[types.ResourceTemplate]]:
+    async def _list_templates(self, ctx: Context | None = None) -> dict[str, list[types.ResourceTemplate]]:
         async def page(session: ClientSession, cursor: str | None) -> tuple[list[types.ResourceTemplate], str | None]:
             got = await session.list_resource_templates(params=types.PaginatedRequestParams(cursor=cursor))
             return list(got.resource_templates), got.next_cursor
 
-        listed = await self._gather("resources", page)
+        listed = await self._gather("resources", page, ctx)
         self._templates = [
             (name, t.uri_template, _pattern(t.uri_template)) for name, items in listed.items() for t in items
         ]
@@ -284,14 +304,14 @@ class ContentRouter:
 
     # -- prompts --------------------------------------------------------------------------------------
     async def list_prompts(self, ctx: Context, params: types.PaginatedRequestParams | None) -> Any:
-        return types.ListPromptsResult(prompts=await self._list_prompts())
+        return types.ListPromptsResult(prompts=await self._list_prompts(ctx))
 
-    async def _list_prompts(self) -> list[types.Prompt]:
+    async def _list_prompts(self, ctx: Context | None = None) -> list[types.Prompt]:
         async def page(session: ClientSession, cursor: str | None) -> tuple[list[types.Prompt], str | None]:
             got = await session.list_prompts(params=types.PaginatedRequestParams(cursor=cursor))
             return list(got.prompts), got.next_cursor
 
-        listed = await self._gather("prompts", page)
+        listed = await self._gather("prompts", page, ctx)
         prefixes = {n: u.config.prefix for n, u in self.pool.upstreams.items() if u.config.prefix}
         self._prompts = assign_names({n: [p.name for p in items] for n, items in listed.items()}, prefixes)
         by_route = {(n, p.name): p for n, items in listed.items() for p in items}
@@ -336,10 +356,15 @@ class ContentRouter:
             if found is None:
                 raise MCPError(types.INVALID_PARAMS, f"Unknown resource template: {ref.uri}")
             name, own_ref = found[0], ref.model_copy(update={"uri": found[1]})
-        session = await _session(self.pool, name)
         context = params.context.arguments if params.context is not None else None
         argument = params.argument.model_dump(by_alias=True)
-        return await session.complete(own_ref, argument, context)
+
+        async def complete(key: str) -> types.CompleteResult:
+            return await (await _session(self.pool, key)).complete(own_ref, argument, context)
+
+        # On the caller's own session: an upstream on its clients' roots completes from that client's folders.
+        result: types.CompleteResult = await self.bridge.call(name, ctx, None, ("completion", name, None), complete)
+        return result
 
 
 async def _session(pool: UpstreamPool, key: str) -> ClientSession:

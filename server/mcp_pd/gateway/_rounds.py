@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, TypeAlias
 
@@ -29,7 +30,9 @@ from anyio.abc import TaskGroup
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-__all__ = ["MAX_PARKED", "MAX_ROUNDS", "PARK_TIMEOUT", "Exchange", "Rounds"]
+from mcp_pd._sessions import ClientId
+
+__all__ = ["MAX_PARKED", "MAX_PARKED_PER_CLIENT", "MAX_ROUNDS", "PARK_TIMEOUT", "Exchange", "Rounds"]
 
 logger = logging.getLogger("mcp_pd.gateway")
 
@@ -38,6 +41,7 @@ Context: TypeAlias = ServerRequestContext[Any, Any]
 PARK_TIMEOUT: Final = 300.0
 # Bounds on what clients can make the gateway hold: parked calls at once, and rounds of one call.
 MAX_PARKED: Final = 1000
+MAX_PARKED_PER_CLIENT: Final = 16  # per client (anonymous requests: per peer address), so none fills the rest
 MAX_ROUNDS: Final = 16
 
 
@@ -57,8 +61,9 @@ class _Asked:
 class Exchange:
     """One upstream call of a 2026-07-28 client, running while its client is asked for input."""
 
-    def __init__(self, binding: str) -> None:
+    def __init__(self, binding: str, client: str) -> None:
         self.binding = binding
+        self.client = client  # what its parking counts against (`ClientId.limit_key`)
         self.rounds = 0
         self._asked: dict[str, _Asked] = {}
         self._unsent: list[str] = []
@@ -68,6 +73,11 @@ class Exchange:
         self._result: Any = None
         self._error: BaseException | None = None
         self._scope = anyio.CancelScope()
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the upstream call waits for its client's answer now (then a new request is not from it)."""
+        return bool(self._asked)
 
     async def ask(self, kind: str, request: types.InputRequest) -> Any:
         """Called from the upstream's request callback: the client's answer (a result model or `ErrorData`)."""
@@ -143,6 +153,7 @@ class Rounds:
     def __init__(self, task_group: Callable[[], TaskGroup | None]) -> None:
         self._task_group = task_group
         self._parked: dict[str, Exchange] = {}
+        self._parked_by: Counter[str] = Counter()  # per client: how many of its calls are parked now
         self._running: dict[int, Exchange] = {}  # id(first request's context) -> its exchange, while it runs
         # Who is asking, for binding a token to them (the gateway sets it to the extension's session key).
         self.principal: Callable[[Context], str | None] = lambda ctx: None
@@ -157,30 +168,32 @@ class Rounds:
         params: types.InputResponseRequestParams,
         request: tuple[str, str, Any],
         work: Callable[[], Awaitable[Any]],
+        client: ClientId,
     ) -> Any:
         """`work`'s result, or `input_required` while its upstream waits for this client's input.
 
-        `request` is (method, name or URI, arguments): what a retry must repeat to resume the call.
+        `request` is (method, name or URI, arguments): what a retry must repeat to resume the call; `client`:
+        whose call it is (its parked calls are bounded).
         """
         binding = json.dumps([self.principal(ctx), *request], sort_keys=True, default=str)
         token = params.request_state
         if token is not None:
-            exchange = self._parked.pop(token, None)
+            exchange = self._parked.get(token)
             if exchange is None or not secrets.compare_digest(exchange.binding, binding):
-                if exchange is not None:  # not this caller's or not this request's: it stays parked for its own
-                    self._parked[token] = exchange
+                # Not this caller's or not this request's: it stays parked for its own.
                 raise MCPError(
                     types.INVALID_PARAMS,
                     "This requestState is unknown, already used or lapsed (each is single-use, for the request that "
                     f"received it, and lasts {PARK_TIMEOUT:.0f} s): send the request again without requestState and "
                     "inputResponses.",
                 )
+            self._unpark(token)
             exchange.answer(params.input_responses)
         else:
             task_group = self._task_group()
             if task_group is None:  # the pool is not running (closing): nothing to park the call in
                 return await work()
-            exchange = Exchange(binding)
+            exchange = Exchange(binding, client.limit_key)
             task_group.start_soon(self._run, ctx, exchange, work, name=f"parked {request[0]} {request[1]}")
         try:
             requests = await exchange.next()
@@ -193,20 +206,29 @@ class Rounds:
 
     def _park(self, exchange: Exchange, requests: dict[str, types.InputRequest]) -> types.InputRequiredResult:
         exchange.rounds += 1
-        if exchange.rounds > MAX_ROUNDS or len(self._parked) >= MAX_PARKED:
-            why = (
-                f"the upstream asked for input more than {MAX_ROUNDS} times in one call"
-                if exchange.rounds > MAX_ROUNDS
-                else f"{MAX_PARKED} calls already wait for their clients' input"
-            )
+        why = None
+        if exchange.rounds > MAX_ROUNDS:
+            why = f"the upstream asked for input more than {MAX_ROUNDS} times in one call"
+        elif self._parked_by[exchange.client] >= MAX_PARKED_PER_CLIENT:
+            why = f"{MAX_PARKED_PER_CLIENT} calls of this client already wait for its input"
+        elif len(self._parked) >= MAX_PARKED:
+            why = f"{MAX_PARKED} calls already wait for their clients' input"
+        if why is not None:
             exchange.abandon(f"The gateway stopped this call: {why}.")
-            raise MCPError(types.INTERNAL_ERROR, f"The gateway stopped this call: {why}; try again later.")
+            raise MCPError(types.INTERNAL_ERROR, f"The gateway stopped this call: {why}; answer or drop those first.")
         token = secrets.token_urlsafe(24)
         self._parked[token] = exchange
+        self._parked_by[exchange.client] += 1
         task_group = self._task_group()
         if task_group is not None:
             task_group.start_soon(self._lapse, token, exchange)
         return types.InputRequiredResult(input_requests=requests, request_state=token)
+
+    def _unpark(self, token: str) -> None:
+        exchange = self._parked.pop(token)
+        self._parked_by[exchange.client] -= 1
+        if not self._parked_by[exchange.client]:
+            del self._parked_by[exchange.client]
 
     async def _run(self, ctx: Context, exchange: Exchange, work: Callable[[], Awaitable[Any]]) -> None:
         self._running[id(ctx)] = exchange
@@ -218,6 +240,6 @@ class Rounds:
     async def _lapse(self, token: str, exchange: Exchange) -> None:
         await anyio.sleep(PARK_TIMEOUT)
         if self._parked.get(token) is exchange:
-            del self._parked[token]
+            self._unpark(token)
             logger.info("a parked call lapsed: its client did not come back within %.0f s", PARK_TIMEOUT)
             exchange.abandon(f"The client did not answer within {PARK_TIMEOUT:.0f} s.")
