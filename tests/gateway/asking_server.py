@@ -2,8 +2,10 @@
 Used as a real subprocess by the gateway's isolation tests (test_isolation.py).
 
 - Roots (unless started with `--no-roots`): asked at `notifications/initialized` and on every
-  `notifications/roots/list_changed` (as the filesystem server does); `resources/list` lists one `folder://<name>` per root it holds, `roots` tells them.
+  `notifications/roots/list_changed` (as the filesystem server does); `resources/list` lists one
+  `folder://<name>` per root it holds, `roots` tells them.
 - `ask QUESTION`: an elicitation during the call; answers what the client said.
+- `touch NAME`: tells its subscribers that `folder://NAME` was updated.
 - `later QUESTION MARKER`: answers at once; then, outside any call, logs "later: QUESTION" and sends an elicitation,
   and writes what came back (or the error) to the file MARKER.
 """
@@ -45,6 +47,7 @@ TOOLS = [
         input_schema=_obj(question={"type": "string"}, marker={"type": "string"}),
     ),
     types.Tool(name="roots", description="The folders this server may use.", input_schema={"type": "object"}),
+    types.Tool(name="touch", description="Say a folder was updated.", input_schema=_obj(name={"type": "string"})),
 ]
 
 
@@ -91,6 +94,9 @@ async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.
         return _text("scheduled")
     if params.name == "roots":
         return _text(json.dumps(_roots))
+    if params.name == "touch":
+        await ctx.session.send_resource_updated(f"folder://{args['name']}")
+        return _text("touched")
     raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")
 
 
@@ -110,6 +116,10 @@ async def read_resource(ctx: Context, params: types.ReadResourceRequestParams) -
             listing = "\n".join(sorted(p.name for p in folder.iterdir()))
             return types.ReadResourceResult(contents=[types.TextResourceContents(uri=str(params.uri), text=listing)])
     raise MCPError(-32002, f"Resource {params.uri} not found")
+
+
+async def subscribe(ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    return types.EmptyResult()
 
 
 async def initialized(ctx: Context, params: Any) -> None:
@@ -132,6 +142,7 @@ def main() -> None:
         on_list_resources=list_resources,
         on_read_resource=read_resource,
         on_roots_list_changed=roots_changed,
+        on_subscribe_resource=subscribe,
     )
     server.add_notification_handler("notifications/initialized", types.NotificationParams, initialized)
 

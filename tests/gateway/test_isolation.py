@@ -345,3 +345,41 @@ async def test_parked_calls_are_bounded_per_client(tmp_path: Path, mark: str) ->
         assert isinstance(parked, types.InputRequiredResult)
         done = await bob.call_tool("ask", {"question": "bob's, answered"})
         assert json.loads(_text(done).removeprefix("accept: "))["name"] == "Ada"
+
+
+@pytest.mark.req("PDX-CARRY-05")
+async def test_a_resource_update_on_one_clients_session_reaches_that_client_only(tmp_path: Path, mark: str) -> None:
+    # Both clients' folders are called "work", so both subscribe to folder://work; a's upstream session says it was
+    # updated. It used to reach every subscriber of that URI, whichever session it came from.
+    roots = {name: tmp_path / name / "work" for name in ("a", "b")}
+    for folder in roots.values():
+        folder.mkdir(parents=True)
+    config = write_config(tmp_path / "servers.json", {"asking": _asking(mark)})
+    heard: dict[str, list[str]] = {"a": [], "b": []}
+
+    def handler(name: str) -> Any:
+        async def handle(message: Any) -> None:
+            if isinstance(message, types.ResourceUpdatedNotification):
+                heard[name].append(str(message.params.uri))
+
+        return handle
+
+    async with (
+        http_gateway(config, tmp_path / "gateway.log", "--mode", "eager") as url,
+        http_client(url, mode="legacy", message_handler=handler("a"), **Peer(roots["a"]).options()) as a,
+        http_client(url, mode="legacy", message_handler=handler("b"), **Peer(roots["b"]).options()) as b,
+    ):
+        for client in (a, b):
+            await client.call_tool("roots", {})  # each on a session holding its own roots
+            await client.subscribe_resource("folder://work")
+        await a.call_tool("touch", {"name": "work"})
+        await eventually(lambda: _has(heard["a"]), "a to hear of its update")
+        await b.call_tool("touch", {"name": "work"})
+        await eventually(lambda: _has(heard["b"]), "b to hear of its update")
+        await a.call_tool("roots", {})  # a round trip on each, so anything still on its way has arrived
+        await b.call_tool("roots", {})
+        assert heard == {"a": ["folder://work"], "b": ["folder://work"]}, heard
+
+
+async def _has(items: list[str]) -> bool:
+    return bool(items)

@@ -58,7 +58,9 @@ class ContentRouter:
         self._links: OrderedDict[str, tuple[str, str]] = OrderedDict()
         self._templates: list[tuple[str, str, re.Pattern[str]]] = []  # (upstream, template, its pattern)
         self._prompts: dict[str, Route] = {}
-        self._subscribers: dict[str, weakref.WeakSet[Any]] = {}  # served URI -> the connections subscribed
+        # (upstream session, served URI) -> the connections subscribed there: an update of one client's own session
+        # reaches that client's subscriptions only.
+        self._subscribers: dict[tuple[str, str], weakref.WeakSet[Any]] = {}
         # The 2026-07-28 clients' listen streams (`build_gateway` sets it to the server's bus).
         self.bus: SubscriptionBus | None = None
         bridge.listeners.append(self._notified)
@@ -273,17 +275,25 @@ class ContentRouter:
         if route is None:
             raise MCPError(RESOURCE_NOT_FOUND, f"Resource {uri} is not served by any upstream of this gateway.")
         name, own = route
-        session = await _session(self.pool, name)
         conn = self.bridge.connection(ctx)
-        subscribers = self._subscribers.setdefault(uri, weakref.WeakSet())
-        if conn is not None:
-            (subscribers.add if subscribe else subscribers.discard)(conn)
-        # The upstream keeps one subscription for all the gateway's clients: the last to leave ends it.
-        if subscribe or not subscribers:
-            with handshake_era():  # resources/subscribe is handshake-era only (2026-07-28 listens)
-                await (session.subscribe_resource if subscribe else session.unsubscribe_resource)(own)
 
-    async def _notified(self, upstream: str, notice: Any) -> None:
+        async def apply(key: str) -> None:
+            session = await _session(self.pool, key)
+            subscribers = self._subscribers.setdefault((key, uri), weakref.WeakSet())
+            if conn is not None:
+                (subscribers.add if subscribe else subscribers.discard)(conn)
+            # The upstream keeps one subscription for the session's clients: the last to leave ends it.
+            if subscribe or not subscribers:
+                with handshake_era():  # resources/subscribe is handshake-era only (2026-07-28 listens)
+                    await (session.subscribe_resource if subscribe else session.unsubscribe_resource)(own)
+
+        if self.bridge.roots.uses_roots(name):  # on the session holding the caller's roots, as its reads are
+            await self.bridge.call(name, ctx, None, ("resources/subscribe", uri, None), apply)
+        else:
+            await apply(name)
+
+    async def _notified(self, key: str, notice: Any) -> None:
+        upstream = self.bridge.roots.upstream(key)
         if isinstance(notice, types.ResourceListChangedNotification):
             self._templates = []  # listed again when a read next needs them
             await self._list_changed(notice.method, ResourcesListChanged())
@@ -291,7 +301,7 @@ class ContentRouter:
             await self._list_changed(notice.method, PromptsListChanged())
         elif isinstance(notice, types.ResourceUpdatedNotification):
             shown = self.served_uri(upstream, notice.params.uri)
-            for conn in list(self._subscribers.get(shown, ())):
+            for conn in list(self._subscribers.get((key, shown), ())):
                 try:
                     await conn.send_resource_updated(shown)
                 except Exception as exc:  # a client that just left must not stop the others hearing
