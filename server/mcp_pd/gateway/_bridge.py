@@ -89,7 +89,8 @@ class ClientBridge:
         self.level: types.LoggingLevel | None = None
         # Whose roots each upstream session holds: a call runs on its own client's roots, or not at all.
         self.roots = RootsKeeper(self._tell_one, pool)
-        # Told of every notification an upstream sends (resource updates, list changes), after the pool saw it.
+        # Told of every notification an upstream session sends (resource updates, list changes), with that
+        # session's key, after the pool saw it.
         self.listeners: list[Callable[[str, Any], Awaitable[None]]] = []
         self.identify: Callable[[Context], ClientId] = lambda ctx: ClientId("")
         self.use_sessions(SessionResolver(SessionPolicy(), lambda key: None))
@@ -203,7 +204,7 @@ class ClientBridge:
             await on_message(notice)
             for listener in self.listeners:
                 try:
-                    await listener(self.roots.upstream(upstream), notice)
+                    await listener(upstream, notice)
                 except Exception:
                     logger.exception("a listener of upstream %r's notifications failed", upstream)
 
