@@ -37,11 +37,14 @@ async def test_serve_without_metrics_has_no_endpoint() -> None:
     assert response.status_code == 404
 
 
-async def test_with_bearer_tokens_metrics_need_a_token_too(tmp_path) -> None:
+async def test_with_bearer_tokens_metrics_need_the_operator_token(tmp_path) -> None:
     tokens = tmp_path / "tokens.json"
-    tokens.write_text('{"metrics-reader-token-0123456789": {"client_id": "ops", "subject": "ops"}}')
-    with http_subprocess("--bearer-tokens", str(tokens)) as url:
+    tokens.write_text('{"metrics-client-token-0123456789": {"client_id": "ops", "subject": "ops"}}')
+    (tmp_path / "admin").write_text("metrics-operator-token-0123456789\n")
+    with http_subprocess("--bearer-tokens", str(tokens), "--admin-token-file", str(tmp_path / "admin")) as url:
         endpoint = url.removesuffix("/mcp") + "/metrics"
         assert httpx2.get(endpoint, timeout=10).status_code == 401
-        headers = {"Authorization": "Bearer metrics-reader-token-0123456789"}
+        client = {"Authorization": "Bearer metrics-client-token-0123456789"}
+        assert httpx2.get(endpoint, headers=client, timeout=10).status_code == 401  # a client token is not enough
+        headers = {"Authorization": "Bearer metrics-operator-token-0123456789"}
         assert httpx2.get(endpoint, headers=headers, timeout=10).status_code == 200

@@ -9,8 +9,10 @@ import gc
 import importlib
 import importlib.util
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +85,7 @@ def _serve_parser(sub: Any) -> None:
         type=Path,
         metavar="FILE",
         help="HTTP: require a bearer token from this JSON file ({token: {client_id, subject}}); grants are then kept "
-        "per principal (spec/sessions.md)",
+        "per principal (spec/sessions.md). Client tokens never open GET /metrics: see --admin-token-file",
     )
     p.add_argument(
         "--no-metrics",
@@ -91,7 +93,7 @@ def _serve_parser(sub: Any) -> None:
         help="HTTP: do not serve GET /metrics (Prometheus text format; on when the metrics extra is installed)",
     )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    _http_limit_flags(p)
+    http_flags(p, operator="GET /metrics")
 
 
 def _cache_flags(p: argparse.ArgumentParser) -> None:
@@ -188,14 +190,16 @@ def _positive(parse: Callable[[str], float]) -> Callable[[str], float]:
     return parsed
 
 
-def _http_limit_flags(p: argparse.ArgumentParser) -> None:
-    from ._http import HttpLimits
+def http_flags(p: argparse.ArgumentParser, *, operator: str) -> None:
+    """The HTTP flags `serve` and `proxy` share: limits, Host/Origin, the operator token (`operator`: its endpoints)."""
+    from ._http import ADMIN_TOKEN_ENV, HttpLimits
 
     d = HttpLimits()
     g = p.add_argument_group(
         "HTTP limits (--transport http)",
-        "What one server lets its clients hold. DNS-rebinding protection (Host and Origin checks) is always on: "
-        "on loopback 127.0.0.1, localhost and [::1] are allowed; any other --host needs --allowed-host.",
+        "What one server lets its clients hold, and who gets in. DNS-rebinding protection (Host and Origin checks) "
+        "is always on, for every path: on loopback 127.0.0.1, localhost and [::1] are allowed; any other --host "
+        "needs --allowed-host.",
     )
     # Defaults are None so that giving a flag where it has no effect (stdio, --stateless) is an error, not a no-op.
     g.add_argument(
@@ -247,6 +251,16 @@ def _http_limit_flags(p: argparse.ArgumentParser) -> None:
         metavar="SCHEME://HOST[:PORT]",
         help="a browser Origin to accept (repeatable); requests without Origin pass, others get 403",
     )
+    g.add_argument(
+        "--admin-token-file",
+        type=Path,
+        metavar="FILE",
+        help=f"the operator credential (or set ${ADMIN_TOKEN_ENV}): a file holding one token of 16+ characters, "
+        f"different from every client token. The operator endpoints ({operator}) then answer only requests "
+        "carrying it ('Authorization: Bearer TOKEN', or TOKEN as the HTTP Basic password, which browsers ask for), "
+        "from any address; client tokens never open them. Without it they answer loopback clients only (not "
+        "through a reverse proxy), and nobody once --bearer-tokens is set",
+    )
 
 
 _SESSION_FLAGS = ("max_sessions", "session_idle_timeout")
@@ -257,6 +271,8 @@ _HTTP_FLAGS = (
     "keep_alive_timeout",
     "allowed_host",
     "allowed_origin",
+    "admin_token_file",
+    "bearer_tokens",
 )
 
 
@@ -264,15 +280,28 @@ def _flag(dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
 
-def _http_settings(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The HTTP limits and Host/Origin rules the flags ask for; SystemExit with the reason if they cannot hold."""
-    from ._http import HttpLimits, transport_security
+@dataclass(frozen=True)
+class HttpSettings:
+    """What the HTTP flags decided: limits, Host/Origin rules, client tokens (None: none), the operator token."""
+
+    limits: Any
+    security: Any
+    clients: Any = None
+    operator_token: str | None = None
+
+
+def http_settings(args: argparse.Namespace, command: str) -> HttpSettings:
+    """The HTTP settings the flags of `mcp-pd COMMAND` ask for (read before anything is started); SystemExit with
+    the reason if they cannot hold."""
+    from ._auth import StaticTokenVerifier
+    from ._http import HttpLimits, admin_token, transport_security
 
     given = [dest for dest in _HTTP_FLAGS if getattr(args, dest) not in (None, [])]
     if args.transport != "http" and given:
-        raise SystemExit(f"mcp-pd serve: {_flag(given[0])} applies to --transport http only")
-    if args.stateless and (session_flags := [d for d in given if d in _SESSION_FLAGS]):
-        raise SystemExit(f"mcp-pd serve: {_flag(session_flags[0])} has no effect with --stateless (no sessions)")
+        raise SystemExit(f"mcp-pd {command}: {_flag(given[0])} applies to --transport http only")
+    stateless = getattr(args, "stateless", False)
+    if stateless and (session_flags := [d for d in given if d in _SESSION_FLAGS]):
+        raise SystemExit(f"mcp-pd {command}: {_flag(session_flags[0])} has no effect with --stateless (no sessions)")
     d = HttpLimits()
     limits = HttpLimits(
         max_sessions=(args.max_sessions or None) if args.max_sessions is not None else d.max_sessions,
@@ -283,11 +312,17 @@ def _http_settings(args: argparse.Namespace) -> tuple[Any, Any]:
         request_timeout=args.request_timeout or d.request_timeout,
         keep_alive_timeout=args.keep_alive_timeout or d.keep_alive_timeout,
     )
+    if args.transport != "http":
+        return HttpSettings(limits, None)
     try:
         security = transport_security(args.host, args.allowed_host, args.allowed_origin)
+        clients = StaticTokenVerifier.from_file(args.bearer_tokens) if args.bearer_tokens is not None else None
+        token = admin_token(args.admin_token_file, os.environ)
+        if token is not None and clients is not None and anyio.run(clients.verify_token, token) is not None:
+            raise ValueError("the operator token is also a client token in --bearer-tokens: give it one of its own")
     except ValueError as exc:
-        raise SystemExit(f"mcp-pd serve: {exc}") from None
-    return limits, security
+        raise SystemExit(f"mcp-pd {command}: {exc}") from None
+    return HttpSettings(limits, security, clients, token)
 
 
 def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
@@ -318,8 +353,6 @@ def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
                 "mcp-pd serve: --redis needs the redis client: pip install 'mcp-progressive-disclosure[redis]'"
             )
         options.update(redis=args.redis, redis_prefix=args.redis_prefix)
-    if args.bearer_tokens is not None and args.transport != "http":
-        raise SystemExit("mcp-pd serve: --bearer-tokens applies to --transport http only (stdio has no tokens)")
     if args.simulate:
         if args.descriptions is None:
             raise SystemExit("mcp-pd serve: --simulate needs --descriptions DIR")
@@ -356,8 +389,12 @@ def serve_metrics(pd: Any, lowlevel: Any, *, enabled: bool, **views: Any) -> Any
 
     from ._metrics import Metrics
 
-    grants = pd.grants
-    metrics = Metrics(grants=lambda: len(grants) if isinstance(grants, Sized) else None, **views)
+    grants, catalog, own = pd.grants, pd.catalog, pd.disclosure.own_tools
+    metrics = Metrics(
+        served=lambda name: name in catalog or name in own,  # the tools listed now, and the meta-tools
+        grants=lambda: len(grants) if isinstance(grants, Sized) else None,
+        **views,
+    )
     metrics.instrument(lowlevel)
     return metrics
 
@@ -374,7 +411,7 @@ def _serve(args: argparse.Namespace) -> int:
     from ._extension import _lowlevel
 
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
-    limits, security = _http_settings(args)  # refused before anything is loaded
+    http = http_settings(args, "serve")  # refused before anything is loaded
     server, pd, label = _build(args)
     lowlevel = _lowlevel(server)
 
@@ -404,33 +441,31 @@ def _serve(args: argparse.Namespace) -> int:
             async with stdio_server() as (read, write):
                 await lowlevel.run(read, write, options)
             return
-        from ._http import describe_http, http_server
-        from ._metrics import with_metrics
+        from ._http import OperatorAccess, describe_http, http_server
+        from ._metrics import PATH, metrics_app
 
-        http = http_server(
+        metrics = serve_metrics(pd, lowlevel, enabled=not args.no_metrics)
+        web = http_server(
             lowlevel,
             host=args.host,
             port=args.port,
-            security=security,
-            limits=limits,
+            security=http.security,
+            limits=http.limits,
             stateless=args.stateless,
             log_level=args.log_level.lower(),
+            clients=http.clients,
+            operator={PATH: metrics_app(metrics)} if metrics is not None else None,
+            operator_token=http.operator_token,
         )
-        metrics = serve_metrics(pd, lowlevel, enabled=not args.no_metrics)
+        if http.clients is not None:
+            print(
+                f"mcp-pd: bearer tokens required ({len(http.clients)} known); grants kept per principal",
+                file=sys.stderr,
+            )
         if metrics is not None:
-            # Inside the bearer check: with --bearer-tokens, /metrics needs a token like /mcp does.
-            http.config.app = with_metrics(http.config.app, metrics)
-            print("mcp-pd: Prometheus metrics at GET /metrics", file=sys.stderr)
-        if args.bearer_tokens is not None:
-            from ._auth import StaticTokenVerifier, require_bearer
-
-            try:
-                verifier = StaticTokenVerifier.from_file(args.bearer_tokens)
-            except ValueError as exc:
-                raise SystemExit(f"mcp-pd serve: {exc}") from None
-            http.config.app = require_bearer(http.config.app, verifier)
-            print(f"mcp-pd: bearer tokens required ({len(verifier)} known); grants kept per principal", file=sys.stderr)
-        for line in describe_http(limits, security, stateless=args.stateless):
+            access = OperatorAccess(http.operator_token, client_tokens=http.clients is not None)
+            print(f"mcp-pd: Prometheus metrics at {access.describe([f'GET {PATH}'])}", file=sys.stderr)
+        for line in describe_http(http.limits, http.security, stateless=args.stateless):
             print(f"mcp-pd: {line}", file=sys.stderr)
         if args.stateless and args.bearer_tokens is None and pd.mode != "eager":
             # No session and no principal: nothing can hold a grant, so every gated call would be refused.
@@ -441,7 +476,7 @@ def _serve(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         print(f"mcp-pd: serving the {label} on http://{args.host}:{args.port}/mcp", file=sys.stderr)
-        await http.serve()
+        await web.serve()
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(run)

@@ -1,35 +1,58 @@
-"""Streamable HTTP serving with explicit limits: sessions, request size and pace, keep-alive, allowed Host/Origin.
+"""Streamable HTTP serving with explicit limits (sessions, request size and pace, keep-alive) and its doors
+(allowed Host/Origin, client tokens, the operator credential).
 
 The SDK caps sessions, expires idle ones, bounds request bodies and checks Host/Origin; uvicorn owns the sockets.
-Two gaps remain and are closed here: nothing bounds how long a client may take to *send* a request (a client that
-dribbles its headers or body holds a connection, and an opening request a session slot, forever), and the SDK turns
-the Host/Origin checks off for any bind address but loopback. `mcp-pd serve --transport http` builds its server here.
+The gaps are closed here: nothing bounds how long a client may take to *send* a request (a client that dribbles its
+headers or body holds a connection, and an opening request a session slot, forever); the SDK turns the Host/Origin
+checks off for any bind address but loopback, and makes them only on `/mcp`. Here every request, whatever its
+path, passes one Host/Origin check first; the operator endpoints (`/metrics`, the gateway's `/admin`) then need the
+operator credential (`OperatorAccess`), which is never a client's token. `mcp-pd serve` and `mcp-pd proxy` over HTTP
+both build their server here (`http_server`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
+import hmac
 import ipaddress
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 import anyio
 import h11
 import uvicorn
 from mcp.server.lowlevel import Server
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["HttpLimits", "describe_http", "http_server", "transport_security"]
+from ._auth import StaticTokenVerifier, require_bearer
+
+__all__ = [
+    "ADMIN_TOKEN_ENV",
+    "HttpLimits",
+    "OperatorAccess",
+    "admin_token",
+    "describe_http",
+    "http_server",
+    "transport_security",
+]
 
 # What the SDK allows when it protects a loopback server itself; kept for loopback binds.
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 _INVALID_REQUEST = -32600  # JSON-RPC; the SDK's own HTTP refusals carry it too
 _DRAIN_BYTES = 64 * 1024 * 1024  # read and dropped past the body limit, at most, to answer with 413
+ADMIN_TOKEN_ENV: Final = "MCP_PD_ADMIN_TOKEN"
+_MIN_TOKEN: Final = 16  # as for client tokens (`_auth`): shorter ones are too easy to guess
+# Headers a reverse proxy adds: a request carrying one came from elsewhere, whatever address it arrived from.
+_FORWARDED: Final = (b"forwarded", b"x-forwarded-for", b"x-real-ip")
 
 
 @dataclass(frozen=True)
@@ -132,6 +155,162 @@ def transport_security(bind: str, hosts: Sequence[str] = (), origins: Sequence[s
         allowed_hosts=list(dict.fromkeys(allowed_hosts)),
         allowed_origins=list(dict.fromkeys(allowed_origins)),
     )
+
+
+def admin_token(file: Path | None, environ: Mapping[str, str]) -> str | None:
+    """The operator credential: the one line of `file` (`--admin-token-file`) or `environ[ADMIN_TOKEN_ENV]`.
+
+    None when neither is set; ValueError saying what is wrong (both set, unreadable, empty, short, spaces).
+    """
+    from_env = environ.get(ADMIN_TOKEN_ENV)
+    if file is not None and from_env:
+        raise ValueError(f"--admin-token-file and ${ADMIN_TOKEN_ENV} both give an operator token: keep one")
+    if file is not None:
+        try:
+            token, where = file.read_text(encoding="utf-8").strip(), f"--admin-token-file {file}"
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read the operator token from --admin-token-file {file}: {exc}") from None
+    elif from_env:
+        token, where = from_env.strip(), f"${ADMIN_TOKEN_ENV}"
+    else:
+        return None
+    if len(token) < _MIN_TOKEN or any(c.isspace() or not c.isprintable() for c in token):
+        raise ValueError(
+            f"{where}: the operator token must be one line of at least {_MIN_TOKEN} printable characters without "
+            "spaces (e.g. the output of: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    return token
+
+
+def _is_local(scope: Scope) -> bool:
+    """Whether the request came from this machine itself, not through a reverse proxy running on it."""
+    if any(name in _FORWARDED for name, _ in scope.get("headers", ())):
+        return False
+    client = scope.get("client")
+    if not client:
+        return False
+    try:
+        address = ipaddress.ip_address(str(client[0]))
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+@dataclass(frozen=True)
+class OperatorAccess:
+    """Who may open the operator endpoints (`/metrics`, the gateway's `/admin`).
+
+    With `token` (the operator credential) set: only a request carrying it, from anywhere, as
+    `Authorization: Bearer <token>` or as the password of HTTP Basic (any user name; browsers ask for it). A client's
+    bearer token never opens them: they show every client's traffic. Without a token: loopback clients that did not
+    come through a reverse proxy, and only while clients have no tokens (`client_tokens`); a server that
+    authenticates its clients keeps these endpoints closed until it has an operator token too.
+    """
+
+    token: str | None = None
+    client_tokens: bool = False
+
+    def refusal(self, scope: Scope) -> tuple[int, str] | None:
+        """(HTTP status, why) when the request may not open an operator endpoint, else None."""
+        path = scope.get("path", "")
+        if self.token is not None:
+            if self._carries_token(scope):
+                return None
+            return 401, (
+                f"{path} needs the operator token (--admin-token-file or ${ADMIN_TOKEN_ENV}) as "
+                "'Authorization: Bearer <token>' or as the HTTP Basic password; client tokens do not open it"
+            )
+        if self.client_tokens:
+            return 403, (
+                f"{path} is closed: this server authenticates its clients, and their tokens do not open it; "
+                f"start it with an operator token (--admin-token-file FILE or ${ADMIN_TOKEN_ENV}) to read it"
+            )
+        if not _is_local(scope):
+            return 403, (
+                f"{path} answers loopback clients only (not through a proxy); start the server with an operator "
+                f"token (--admin-token-file FILE or ${ADMIN_TOKEN_ENV}) to open it to others"
+            )
+        return None
+
+    def _carries_token(self, scope: Scope) -> bool:
+        assert self.token is not None
+        given = b""
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                scheme, _, credential = value.partition(b" ")
+                if scheme.lower() == b"bearer":
+                    given = credential.strip()
+                elif scheme.lower() == b"basic":
+                    try:
+                        given = base64.b64decode(credential.strip(), validate=True).partition(b":")[2]
+                    except (binascii.Error, ValueError):
+                        given = b""
+                break
+        # Constant time: the comparison must not tell an attacker how much of a guess was right.
+        return hmac.compare_digest(given, self.token.encode("utf-8"))
+
+    def describe(self, paths: Sequence[str]) -> str:
+        """One start-up line: who may open `paths`."""
+        where = " and ".join(paths)
+        if self.token is not None:
+            return f"{where}: operator token required (client tokens do not open them)"
+        if self.client_tokens:
+            return (
+                f"{where}: closed (client tokens do not open them; set --admin-token-file FILE or ${ADMIN_TOKEN_ENV})"
+            )
+        return f"{where}: loopback clients only (set --admin-token-file FILE or ${ADMIN_TOKEN_ENV} to open them)"
+
+
+class _Doors:
+    """Every HTTP request's first stop: the Host/Origin check on every path (the SDK makes it on `/mcp` only, so a
+    DNS-rebinding page could read the others), then the operator endpoints behind `OperatorAccess`, and everything
+    else to the MCP app (behind client tokens, if any)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        security: TransportSecuritySettings,
+        endpoints: Mapping[str, ASGIApp],
+        access: OperatorAccess,
+    ) -> None:
+        self.app = app
+        self.guard = TransportSecurityMiddleware(security)
+        self.endpoints = dict(endpoints)
+        self.access = access
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)  # the lifespan, which starts the session manager
+            return
+        refused = await self.guard.validate_request(Request(scope), is_post=False)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        endpoint = self.endpoints.get(scope["path"])
+        if endpoint is None:
+            await self.app(scope, receive, send)
+            return
+        problem = self.access.refusal(scope)
+        if problem is None:
+            await endpoint(scope, receive, send)
+            return
+        status, why = problem
+        body = (why + "\n").encode()
+        headers = [
+            (b"content-type", b"text/plain; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()),
+            (b"cache-control", b"no-store"),
+        ]
+        if status == 401:
+            # Basic first: a browser asks for it (the token as password) and never for Bearer.
+            headers += [
+                (b"www-authenticate", b'Basic realm="mcp-pd operator", charset="UTF-8"'),
+                (b"www-authenticate", b'Bearer realm="mcp-pd operator"'),
+            ]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 def _error_body(message: str) -> bytes:
@@ -289,8 +468,16 @@ def http_server(
     limits: HttpLimits = HttpLimits(),
     stateless: bool = False,
     log_level: str = "warning",
+    clients: StaticTokenVerifier | None = None,
+    operator: Mapping[str, ASGIApp] | None = None,
+    operator_token: str | None = None,
 ) -> uvicorn.Server:
-    """A uvicorn server for `server`'s Streamable HTTP app at /mcp, with `limits` and `security` applied."""
+    """A uvicorn server for `server`'s Streamable HTTP app at /mcp, with `limits` and `security` applied.
+
+    `clients`: the bearer tokens `/mcp` requires (None: none). `operator`: endpoints by path (`/metrics`, `/admin`),
+    each opened as `OperatorAccess(operator_token, client_tokens=clients is not None)` decides, outside the client
+    token check. `security` applies to every path.
+    """
     app = server.streamable_http_app(
         stateless_http=stateless,
         host=host,
@@ -299,9 +486,12 @@ def http_server(
         session_idle_timeout=limits.session_idle_timeout,
         max_sessions=limits.max_sessions,
     )
-    paced = _CompleteRequests(app, timeout=limits.request_timeout, max_bytes=limits.max_body_bytes)
+    paced: ASGIApp = _CompleteRequests(app, timeout=limits.request_timeout, max_bytes=limits.max_body_bytes)
+    if clients is not None:
+        paced = require_bearer(paced, clients)
+    access = OperatorAccess(operator_token, client_tokens=clients is not None)
     config = uvicorn.Config(
-        paced,
+        _Doors(paced, security, operator or {}, access),
         host=host,
         port=port,
         log_level=log_level,

@@ -3,8 +3,10 @@
 The server's request handlers are wrapped from outside, after the extension is installed, so nothing in the
 extension knows about metrics: every request is timed and counted by method and outcome, and what it says is read
 from its result (a refusal's code, the tools described, the tool called). Gauges (grants held, each upstream's
-state and starts) are read when scraped, never kept in step. Knows handler results and the official
-`prometheus-client`; nothing of how decisions are made.
+state and starts) are read when scraped, never kept in step. Every label value is bounded: a tool is named only if
+the server serves it and a refusal code only if it is one of ours; anything else (an unknown name, a 30 kB name, an
+upstream's own code) is counted under `(other)`, so no client can grow the series. Knows handler results and the
+official `prometheus-client`; nothing of how decisions are made. Who may read `GET /metrics` is `_http`'s decision.
 """
 
 from __future__ import annotations
@@ -21,10 +23,17 @@ from mcp.shared.exceptions import MCPError
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["PATH", "Metrics", "UpstreamView", "with_metrics"]
+from ._errors import ErrorCode
+
+__all__ = ["OTHER", "PATH", "Metrics", "UpstreamView", "metrics_app"]
 
 PATH: Final = "/metrics"
+OTHER: Final = "(other)"
+"""The label every name the server does not serve (and every code not its own) is counted under."""
+_CODES: Final = frozenset(code.value for code in ErrorCode)
+_SHOWN: Final = 120  # characters of a refused resource URI kept for the operator page
 _METHODS: Final = (
     "tools/list",
     "tools/call",
@@ -45,16 +54,21 @@ UpstreamView = Callable[[], Iterable[tuple[str, str, int, int]]]
 
 
 class Metrics:
-    """One registry per server: request, refusal, describe and call counters, latency histograms, gauges."""
+    """One registry per server: request, refusal, describe and call counters, latency histograms, gauges.
+
+    `served(name)` says whether the server serves a tool of that name now: only those become `tool` labels.
+    """
 
     def __init__(
         self,
         *,
+        served: Callable[[str], bool],
         grants: Callable[[], int | None] = lambda: None,
         upstream_of: Callable[[str], str | None] = lambda name: None,
         upstreams: UpstreamView | None = None,
     ) -> None:
         self.registry = CollectorRegistry()
+        self._served = served
         self._upstream_of = upstream_of
         self.requests = Counter(
             "mcp_pd_requests", "MCP requests by method and outcome", ["method", "outcome"], registry=self.registry
@@ -80,7 +94,7 @@ class Metrics:
         # Plain tallies beside the Prometheus series, for the operator page (which reads, never scrapes).
         self.described: Counter_[str] = Counter_()
         self.called: Counter_[str] = Counter_()
-        self.latest_refusals: deque[tuple[float, str, str]] = deque(maxlen=20)  # (unix time, code, tool)
+        self.latest_refusals: deque[tuple[float, str, str]] = deque(maxlen=20)  # (unix time, code, tool or URI)
         self.upstream_seconds: dict[str, deque[float]] = {}
 
     def instrument(self, server: Server[Any]) -> None:
@@ -111,23 +125,26 @@ class Metrics:
         seconds = time.perf_counter() - started
         self.latency.labels(method).observe(seconds)
         code = error.get("code") if isinstance(error, Mapping) else None
+        target = _target(params)
         if isinstance(code, str):
+            code = code if code in _CODES else OTHER
             self.refusals.labels(code).inc()
-            self.latest_refusals.append((time.time(), code, _target(params)))
+            shown = self._tool(target) if method == "tools/call" else _truncated(target)
+            self.latest_refusals.append((time.time(), code, shown))
         if method == "tools/call" and outcome == "ok" and isinstance(result, types.CallToolResult) and result.is_error:
             outcome = "tool_error"  # the tool ran and said it failed: not a refusal
         self.requests.labels(method, outcome).inc()
         if method == "tools/call":
-            name = _target(params)
-            if name == _DESCRIBE:
+            if target == _DESCRIBE:
                 if outcome == "ok" and isinstance(result, types.CallToolResult):
-                    for tool in result.structured_content or {}:
-                        self.describes.labels(tool).inc()
-                        self.described[tool] += 1
+                    entries = (result.structured_content or {}).items()
+                    # An entry without a schema refuses that one name (unknown, hidden): nothing was described.
+                    self._described(n for n, entry in entries if isinstance(entry, Mapping) and "inputSchema" in entry)
             else:
+                name = self._tool(target)
                 self.calls.labels(name, outcome).inc()
                 self.called[name] += 1
-                upstream = self._upstream_of(name)
+                upstream = self._upstream_of(name) if name != OTHER else None
                 if upstream is not None and outcome in ("ok", "tool_error"):
                     self.upstream_latency.labels(upstream).observe(seconds)
                     self.upstream_seconds.setdefault(upstream, deque(maxlen=500)).append(seconds)
@@ -135,9 +152,17 @@ class Metrics:
             meta = (result.contents[0].meta or {}) if result.contents else {}
             for entry in meta.values():
                 if isinstance(entry, Mapping) and isinstance(entry.get("versions"), Mapping):
-                    for tool in entry["versions"]:
-                        self.describes.labels(str(tool)).inc()
-                        self.described[str(tool)] += 1
+                    self._described(str(tool) for tool in entry["versions"])
+
+    def _tool(self, name: str) -> str:
+        """The label of a tool name: itself if served, else `OTHER` (a name no client can turn into a series)."""
+        return name if self._served(name) else OTHER
+
+    def _described(self, names: Iterable[str]) -> None:
+        for name in names:
+            label = self._tool(name)
+            self.describes.labels(label).inc()
+            self.described[label] += 1
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
@@ -152,6 +177,10 @@ def _target(params: Any) -> str:
     if name == _CALL and isinstance(arguments.get("name"), str):
         return str(arguments["name"])
     return str(name)
+
+
+def _truncated(text: str) -> str:
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "\u2026"
 
 
 def _error_document(result: Any) -> Mapping[str, Any] | None:
@@ -199,17 +228,15 @@ class _Gauges:
             yield own
 
 
-def with_metrics(app: Any, metrics: Metrics) -> Any:
-    """The ASGI `app` answering `GET /metrics` with `metrics` (Prometheus text format) and everything else as before."""
+def metrics_app(metrics: Metrics) -> ASGIApp:
+    """The ASGI endpoint answering `GET /metrics` with `metrics` (Prometheus text format). Served at `PATH` behind
+    the operator door (`_http.http_server(operator=...)`), which decides who may read it."""
 
-    async def asgi(scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") == "http" and scope.get("path") == PATH:
-            if scope.get("method") != "GET":
-                await _respond(send, 405, b"GET only\n", "text/plain; charset=utf-8")
-                return
-            await _respond(send, 200, metrics.exposition(), CONTENT_TYPE_LATEST)
+    async def asgi(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") != "GET":
+            await _respond(send, 405, b"GET only\n", "text/plain; charset=utf-8")
             return
-        await app(scope, receive, send)
+        await _respond(send, 200, metrics.exposition(), CONTENT_TYPE_LATEST)
 
     return asgi
 

@@ -13,7 +13,7 @@ import logging
 import os
 import stat
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -384,6 +384,9 @@ class Catalog:
     # The last complete listing as the server returned it: the same list again, of the same length and with
     # no file changed since, is unchanged (a server that caches its listing costs nothing to re-list).
     _last_listing: tuple[list[ListedTool], int, int] | None = None
+    # Per tool, the fields (wire names) in which the listed tool wins over its file: for files that copy the
+    # server (the gateway's cache: a snapshot, not an author's text). By default the file wins in all of them.
+    listed_wins: Callable[[str], Collection[str]] = field(default=lambda _name: ())
 
     def update(self, tools: Iterable[ListedTool], *, complete: bool) -> None:
         """Merge a listing (SDK `Tool` models or wire-form dicts). `complete` means it was the whole catalog."""
@@ -534,6 +537,14 @@ class Catalog:
         for attr, key in (*inherited, ("execution", "execution")):
             if getattr(file_def, attr) is None and tool.get(key) is not None:
                 updates[attr] = tool[key]
+        for key in self.listed_wins(name):
+            target = _LISTED_FIELDS.get(key)
+            if target == "description":
+                updates[target] = code_description or file_def.description
+            elif target == "input_schema":
+                updates[target] = schema
+            elif target is not None:
+                updates[target] = tool.get(key)
         merged = file_def.model_copy(update=updates) if updates else file_def
         problems = example_problems(merged)
         if problems:
@@ -543,6 +554,19 @@ class Catalog:
             kept = [e for i, e in enumerate(merged.examples) if i not in problems]
             merged = merged.model_copy(update={"examples": kept})
         return merged
+
+
+# The wire fields `Catalog.listed_wins` may name, and the definition's attribute for each.
+_LISTED_FIELDS: Final = {
+    "title": "title",
+    "description": "description",
+    "inputSchema": "input_schema",
+    "outputSchema": "output_schema",
+    "annotations": "annotations",
+    "icons": "icons",
+    "execution": "execution",
+    "_meta": "meta",
+}
 
 
 def _same_parameters(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

@@ -175,7 +175,9 @@ async def test_failing_upstreams_cost_only_their_own_tools(tmp_path: Path, mark:
             assert (await client.call_tool("add", {"a": 20, "b": 22})).structured_content == {"sum": 42}
     text = log.read_text()
     assert "upstream 'missing' failed to start: command not found: definitely-not-a-command-mcp-pd" in text
-    assert "upstream 'dies' failed to start: the process exited with code 3 (stderr: boom)" in text
+    assert "upstream 'dies' failed to start: the process exited with code 3" in text
+    # Its stderr is the operator's: in the log, never in the reason clients are given (issue 31.3).
+    assert "upstream 'dies': the process exited with code 3; its last stderr lines: boom" in text
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])

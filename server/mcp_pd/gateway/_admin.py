@@ -5,9 +5,10 @@ Server-rendered HTML, no script and nothing loaded from elsewhere (works offline
 seconds unless it shows a search. Each upstream's state, process id, starts, last error, tool count and call
 latency; its tools with their listed line and how often they were described and called; how many sessions hold
 grants; the latest refusals by code; in catalog mode a search box showing the ranked hits and why. Never shows
-configuration values (commands, arguments, environment, headers) or tokens. Loopback clients only unless the
-gateway requires bearer tokens, and then only with one. Reads the pool, the gateway, the extension and the metrics
-tallies; changes nothing.
+configuration values (commands, arguments, environment, headers) or tokens. Who may open it is decided at the door
+(`mcp_pd._http.OperatorAccess`: the operator token, or loopback clients while there is neither an operator token nor
+client tokens; the Host/Origin check first). Reads the pool, the gateway, the extension and the metrics tallies;
+changes nothing.
 """
 
 from __future__ import annotations
@@ -26,10 +27,9 @@ if TYPE_CHECKING:
     from ._pool import UpstreamPool
     from ._server import Gateway
 
-__all__ = ["ADMIN_PATH", "with_admin"]
+__all__ = ["ADMIN_PATH", "admin_app"]
 
 ADMIN_PATH: Final = "/admin"
-_LOOPBACK: Final = ("127.0.0.1", "::1", "localhost")
 _STYLE: Final = """
 body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.6em}
 table{border-collapse:collapse;margin:.4em 0}td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}
@@ -38,25 +38,10 @@ th{background:#f3f3f3}.ready{color:#176317;font-weight:600}.failed{color:#b00020
 """
 
 
-def with_admin(
-    app: Any,
-    *,
-    pool: UpstreamPool,
-    gateway: Gateway,
-    pd: ProgressiveDisclosure,
-    metrics: Metrics | None,
-    tokens_required: bool,
-) -> Any:
-    """The ASGI `app` answering `GET /admin` with the operator page and everything else as before."""
+def admin_app(*, pool: UpstreamPool, gateway: Gateway, pd: ProgressiveDisclosure, metrics: Metrics | None) -> Any:
+    """The ASGI endpoint answering `GET /admin` with the operator page (served behind the operator door)."""
 
     async def asgi(scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or scope.get("path") != ADMIN_PATH:
-            await app(scope, receive, send)
-            return
-        client = (scope.get("client") or ("", 0))[0]
-        if not tokens_required and client not in _LOOPBACK:
-            await _respond(send, 403, "The operator page answers loopback clients only (or set --bearer-tokens).\n")
-            return
         if scope.get("method") != "GET":
             await _respond(send, 405, "GET only\n")
             return
@@ -133,6 +118,7 @@ async def _page(
     ]
     if pool.config_note:
         parts.append(f"<p id=config-note>Config: {_e(pool.config_note)}</p>")
+    parts += [f"<p class=name-note>Names: {_e(note)}</p>" for note in gateway.name_notes]
     held = len(pd.grants) if isinstance(pd.grants, Sized) else None
     parts.append(
         "<h2>Grants</h2><p>"

@@ -16,7 +16,9 @@ from typing import Any
 
 import anyio
 
-from ._config import ConfigError, UpstreamConfig, load_config, one_off_stdio, one_off_url
+from mcp_pd._cli import HttpSettings, http_flags, http_settings
+
+from ._config import ConfigError, UpstreamConfig, check_upstreams, load_config, one_off_stdio, one_off_url
 from ._export import load_cache, write_export
 from ._pool import UpstreamPool
 
@@ -75,7 +77,11 @@ def _parser() -> argparse.ArgumentParser:
     proxy.add_argument("--redis", metavar="URL", help="grants and fetch limits in Redis, shared by gateway replicas")
     proxy.add_argument("--redis-prefix", default="mcp-pd:", help="Redis key prefix, one per deployment")
     proxy.add_argument(
-        "--bearer-tokens", type=Path, metavar="FILE", help="HTTP: require these bearer tokens; grants per principal"
+        "--bearer-tokens",
+        type=Path,
+        metavar="FILE",
+        help="HTTP: require these bearer tokens on /mcp; grants per principal. Client tokens never open GET /admin "
+        "or GET /metrics: see --admin-token-file",
     )
     proxy.add_argument(
         "--no-lane",
@@ -88,8 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     proxy.add_argument(
         "--no-admin",
         action="store_true",
-        help="HTTP: do not serve the operator page at GET /admin (loopback clients only, or bearer tokens)",
+        help="HTTP: do not serve the operator page at GET /admin (who may open it: see --admin-token-file)",
     )
+    http_flags(proxy, operator="GET /admin, GET /metrics")
     export = sub.add_parser("export", help="write one JSON definition per upstream tool, ready to enrich by hand")
     _upstream_arguments(export)
     export.add_argument("--out", type=Path, required=True, help="directory to write (merged if it exists)")
@@ -103,6 +110,7 @@ def _configs(args: argparse.Namespace) -> list[UpstreamConfig]:
     configs += [one_off_url(spec, taken) for spec in args.upstream_url]
     if not configs:
         raise ConfigError("no upstream servers: give --config FILE, --upstream-stdio CMD or --upstream-url URL")
+    check_upstreams(configs)  # the file's and the flags' names together
     return configs
 
 
@@ -121,7 +129,7 @@ async def _stop_on_signal(scope: anyio.CancelScope, pool: UpstreamPool) -> None:
             return
 
 
-async def _proxy(args: argparse.Namespace, configs: list[UpstreamConfig]) -> None:
+async def _proxy(args: argparse.Namespace, configs: list[UpstreamConfig], http: HttpSettings) -> None:
     cached: dict[str, Any] = {}
     if args.cache is not None:
         cached, problems = load_cache(args.cache, [c.name for c in configs])
@@ -133,11 +141,13 @@ async def _proxy(args: argparse.Namespace, configs: list[UpstreamConfig]) -> Non
         # Installed before any upstream starts: a SIGTERM during start-up must also stop them in order.
         tg.start_soon(_stop_on_signal, tg.cancel_scope, pool)
         async with pool:
-            await _serve(args, configs, pool, cached)
+            await _serve(args, configs, pool, cached, http)
         tg.cancel_scope.cancel()
 
 
-async def _serve(args: argparse.Namespace, configs: list[UpstreamConfig], pool: UpstreamPool, cached: Any) -> None:
+async def _serve(
+    args: argparse.Namespace, configs: list[UpstreamConfig], pool: UpstreamPool, cached: Any, http: HttpSettings
+) -> None:
     from mcp.server.lowlevel import NotificationOptions
 
     from mcp_pd._cli import serve_metrics
@@ -162,8 +172,15 @@ async def _serve(args: argparse.Namespace, configs: list[UpstreamConfig], pool: 
         list_annotations=args.list_annotations,
         fetch_rate=RateLimit(args.fetch_rate, args.fetch_burst) if args.fetch_rate > 0 else None,
         **({"redis": args.redis, "redis_prefix": args.redis_prefix} if args.redis else {}),
+        # Grants kept without a transport session expire on the sessions' clock, as with `mcp-pd serve`.
+        **({"session_idle_timeout": args.session_idle_timeout} if args.session_idle_timeout else {}),
         vector_cache=None if args.no_vector_cache else (args.vector_cache or "default"),
     )
+    # Served over stdio the gateway has one client; over HTTP, a client silent for the sessions' idle timeout
+    # counts as gone once another needs the upstream session it held (gateway/_roots.py).
+    pool.bridge.single_client = args.transport == "stdio"
+    if args.session_idle_timeout:
+        pool.bridge.roots.idle = args.session_idle_timeout
     running = sum(u.state == "ready" for u in pool.upstreams.values())
     summary = f"{len(gateway.listing)} tools from {len(configs)} upstream(s), {running} running"
     print(f"mcp-pd proxy: {summary}", file=sys.stderr)
@@ -180,9 +197,9 @@ async def _serve(args: argparse.Namespace, configs: list[UpstreamConfig], pool: 
         if lane is not None:
             print(f"mcp-pd proxy: the stdio lane answered {lane.taken} call(s)", file=sys.stderr)
         return
-    import uvicorn
+    from mcp_pd._http import OperatorAccess, describe_http, http_server
+    from mcp_pd._metrics import PATH, metrics_app
 
-    app: Any = server.streamable_http_app(host=args.host)
     metrics = serve_metrics(
         _pd,
         server,
@@ -192,28 +209,33 @@ async def _serve(args: argparse.Namespace, configs: list[UpstreamConfig], pool: 
             (name, u.state, u.starts, pool.client_sessions_live(name)) for name, u in pool.upstreams.items()
         ],
     )
-    if metrics is not None:  # inside the bearer check, like /mcp
-        from mcp_pd._metrics import with_metrics
-
-        app = with_metrics(app, metrics)
-        print("mcp-pd proxy: Prometheus metrics at GET /metrics", file=sys.stderr)
+    # The operator endpoints: outside the client-token check, behind the operator's own (mcp_pd._http).
+    operator: dict[str, Any] = {PATH: metrics_app(metrics)} if metrics is not None else {}
     if not args.no_admin:
-        from ._admin import ADMIN_PATH, with_admin
+        from ._admin import ADMIN_PATH, admin_app
 
-        tokens = args.bearer_tokens is not None
-        app = with_admin(app, pool=pool, gateway=gateway, pd=_pd, metrics=metrics, tokens_required=tokens)
-        who = "with a bearer token" if tokens else "from loopback clients"
-        print(f"mcp-pd proxy: operator page at GET {ADMIN_PATH} ({who})", file=sys.stderr)
-    if args.bearer_tokens is not None:
-        from mcp_pd._auth import StaticTokenVerifier, require_bearer
-
-        try:
-            app = require_bearer(app, StaticTokenVerifier.from_file(args.bearer_tokens))
-        except ValueError as exc:
-            raise SystemExit(f"mcp-pd proxy: {exc}") from None
-    config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+        operator[ADMIN_PATH] = admin_app(pool=pool, gateway=gateway, pd=_pd, metrics=metrics)
+    web = http_server(
+        server,
+        host=args.host,
+        port=args.port,
+        security=http.security,
+        limits=http.limits,
+        log_level=args.log_level.lower(),
+        clients=http.clients,
+        operator=operator,
+        operator_token=http.operator_token,
+    )
+    if http.clients is not None:
+        known = len(http.clients)
+        print(f"mcp-pd proxy: bearer tokens required ({known} known); grants kept per principal", file=sys.stderr)
+    if operator:
+        access = OperatorAccess(http.operator_token, client_tokens=http.clients is not None)
+        print(f"mcp-pd proxy: {access.describe([f'GET {path}' for path in operator])}", file=sys.stderr)
+    for line in describe_http(http.limits, http.security):
+        print(f"mcp-pd proxy: {line}", file=sys.stderr)
     print(f"mcp-pd proxy: serving on http://{args.host}:{args.port}/mcp", file=sys.stderr)
-    await uvicorn.Server(config).serve()
+    await web.serve()
 
 
 async def _watch_config(args: argparse.Namespace, pool: UpstreamPool) -> None:
@@ -225,8 +247,11 @@ async def _watch_config(args: argparse.Namespace, pool: UpstreamPool) -> None:
     # The folder, not the file: editors save by writing a new file and renaming it over the old one.
     async for _ in awatch(path.parent, watch_filter=lambda _change, changed: Path(changed) == path, debounce=200):
         try:
-            configs = _configs(args)
-        except ConfigError as exc:
+            # In a worker thread: whatever is now at the path, reading it must not hold up the clients.
+            configs = await anyio.to_thread.run_sync(_configs, args)
+        except Exception as exc:  # ConfigError, or a bug: either way the last good config keeps serving
+            if not isinstance(exc, ConfigError):
+                logger.exception("reading %s failed", path)
             pool.config_note = f"{path} not reloaded, still serving its last good version: {exc}"
             print(f"mcp-pd proxy: {pool.config_note}", file=sys.stderr)
             continue
@@ -271,6 +296,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`mcp-pd proxy ...` / `mcp-pd export ...` (argv starts with the subcommand)."""
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    # Refused (SystemExit, with the reason) before any upstream starts, like `mcp-pd serve`.
+    http = http_settings(args, "proxy") if args.command == "proxy" else None
     try:
         configs = _configs(args)
     except ConfigError as exc:
@@ -279,7 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "export":
         return anyio.run(_export, args, configs)
     try:
-        anyio.run(_proxy, args, configs)
+        assert http is not None
+        anyio.run(_proxy, args, configs, http)
     except (ValueError, OSError) as exc:
         print(f"mcp-pd proxy: {exc}", file=sys.stderr)
         return 2

@@ -1,20 +1,35 @@
 """Which upstream servers the gateway fronts: the `{"mcpServers": {...}}` file hosts already keep, or one-off flags.
 
 Accepts the Claude Desktop / Cursor shape (`command`/`args`/`env`/`cwd` for stdio, `url`/`headers` for Streamable
-HTTP) and VS Code's (`"servers"` with `"type"`). Knows nothing about processes or the SDK.
+HTTP) and VS Code's (`"servers"` with `"type"`). The file is read only if it is a regular file of at most
+`MAX_CONFIG_BYTES` (a FIFO, device or directory at the path is refused without blocking: the gateway re-reads it on
+every edit). Knows nothing about processes or the SDK.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-__all__ = ["ConfigError", "UpstreamConfig", "load_config", "one_off_stdio", "one_off_url"]
+from ._names import server_key
+
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "ConfigError",
+    "UpstreamConfig",
+    "check_upstreams",
+    "load_config",
+    "one_off_stdio",
+    "one_off_url",
+    "read_config_file",
+]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 # How many clients may each have their own session of an upstream that works on its client's roots (`_roots.py`),
@@ -22,6 +37,8 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
 CLIENT_SESSIONS: Final = 16
 SESSION_SUFFIX: Final = re.compile(r"#\d+$")
 _NAMED = re.compile(r"^([A-Za-z0-9_.\-]+)=(.+)$", re.DOTALL)
+# A config file is a few kilobytes; a bigger one is a mistake (or a trap) that the gateway need not read.
+MAX_CONFIG_BYTES: Final = 1 << 20
 _LAUNCHERS = {"npx", "uvx", "bunx", "pnpx", "node", "python", "python3", "uv", "deno", "bun", "docker", "npm", "pnpm"}
 
 
@@ -64,8 +81,8 @@ class UpstreamConfig:
 
     @property
     def key(self) -> str:
-        """The name as it may appear in tool names: SEP-986 characters only."""
-        return _UNSAFE.sub("_", self.name)
+        """The name as it starts tool names (`_names.server_key`): SEP-986 characters, no `__`, no final `_`."""
+        return server_key(self.name)
 
     def describe(self) -> str:
         """How it is reached, for messages (no header values: they may be credentials)."""
@@ -146,28 +163,89 @@ def _upstream(name: str, entry: Any, where: str) -> UpstreamConfig | None:
     )
 
 
+def _kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def _refuse_irregular(path: Path, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        raise ConfigError(f"{path}: is {_kind(mode)}; the gateway reads its config only from a regular file")
+
+
+def _refuse_size(path: Path, size: int, *, growing: bool = False) -> None:
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{path}: {'grew past' if growing else 'is'} {size} bytes, over the {MAX_CONFIG_BYTES >> 20} MiB "
+            f"({MAX_CONFIG_BYTES} bytes) limit of a config file"
+        )
+
+
+def read_config_file(path: str | Path) -> str:
+    """The text of the config file at `path`: a regular file of at most `MAX_CONFIG_BYTES`, never blocking.
+
+    Checked before opening (a device is not even opened) and again on the opened descriptor (the path may be
+    swapped in between); opened with O_NONBLOCK so a FIFO swapped in does not wait for a writer.
+    """
+    path = Path(path)
+    try:
+        _refuse_irregular(path, os.stat(path).st_mode)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        try:
+            status = os.fstat(fd)
+            _refuse_irregular(path, status.st_mode)
+            _refuse_size(path, status.st_size)
+            chunks: list[bytes] = []
+            got = 0
+            while chunk := os.read(fd, 1 << 16):
+                chunks.append(chunk)
+                got += len(chunk)
+                _refuse_size(path, got, growing=True)  # it grew while being read
+        finally:
+            os.close(fd)
+        return b"".join(chunks).decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text: {exc}") from None
+
+
 def load_config(path: str | Path) -> list[UpstreamConfig]:
     """The enabled upstreams of a `{"mcpServers": {...}}` (or VS Code `{"servers": {...}}`) file, in file order."""
     path = Path(path)
+    text = read_config_file(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: invalid JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid JSON: nested too deeply") from None
     servers = data.get("mcpServers", data.get("servers")) if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise ConfigError(f'{path}: expected {{"mcpServers": {{"name": {{"command": ...}} or {{"url": ...}}}}}}')
     upstreams = [u for name, entry in servers.items() if (u := _upstream(name, entry, f"{path}: {name}"))]
-    _check_unique(upstreams)
+    check_upstreams(upstreams)
     return upstreams
 
 
-def _check_unique(upstreams: Sequence[UpstreamConfig]) -> None:
+def check_upstreams(upstreams: Sequence[UpstreamConfig]) -> None:
+    """Refuse names the gateway cannot tell apart in tool names (ConfigError), the config's and one-offs' alike."""
     seen: dict[str, str] = {}
     for upstream in upstreams:
         if not upstream.name:
             raise ConfigError("an upstream server needs a non-empty name")
+        if not upstream.key:
+            raise ConfigError(
+                f"server {upstream.name!r}: a name needs a letter, a digit, '-' or '.' (it starts tool names)"
+            )
         if SESSION_SUFFIX.search(upstream.name):
             raise ConfigError(
                 f"server {upstream.name!r}: a name may not end in '#' and digits (the gateway names the sessions "

@@ -1,13 +1,20 @@
 """Exported definitions: one `<tool>.json` per served tool in the layout the library serves, plus a manifest.
 
 `export` writes them from live upstreams, ready to be enriched by hand (examples, guidance); re-exporting keeps
-what was written by hand and refreshes only what the upstream owns (its schemas and annotations). `load_cache`
-reads them back so the gateway can list and describe every tool without starting any upstream. The manifest
-(`.gateway.json`; a dot file, which the description store ignores) maps each file to its upstream and tool.
+what was written by hand and refreshes what the upstream owns (its schemas, annotations, and its description
+unless that was edited by hand). `load_cache` reads them back so the gateway can list and describe every tool
+without starting any upstream. The manifest (`.gateway.json`; a dot file, which the description store ignores)
+maps each file to its upstream and tool, and keeps a digest of each description export wrote, so that a
+description edited by hand can be told from one copied from the upstream (`CachedServer.hand_written`).
+
+Files are named after tools, and tools are named by upstreams: a name that is not a SEP-986 tool name, starts
+with a dot, or whose file would resolve outside the folder (`../x`, an absolute path, a link out) is skipped with
+a warning, by `export` and by `load_cache` alike; nothing is read or written outside the folder.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -17,15 +24,18 @@ from typing import Any, Final
 
 import mcp_types as types
 
-from ._names import assign_names
-from ._server import CachedServer
+from mcp_pd._model import TOOL_NAME_PATTERN
 
-__all__ = ["MANIFEST", "ExportReport", "load_cache", "write_export"]
+from ._names import assign_names
+from ._server import UPSTREAM_FIELDS, CachedServer
+
+__all__ = ["MANIFEST", "ExportReport", "definition_file", "load_cache", "write_export"]
 
 MANIFEST: Final = ".gateway.json"
 FORMAT: Final = 1
-# Fields the upstream owns: refreshed on every export. Everything else in a file is the author's and is kept.
-_UPSTREAM_FIELDS: Final = ("title", "inputSchema", "outputSchema", "annotations", "icons", "execution", "_meta")
+# Fields the upstream owns: refreshed on every export. Everything else in a file is the author's and is kept (the
+# description too, once edited by hand).
+_UPSTREAM_FIELDS: Final = UPSTREAM_FIELDS
 
 
 @dataclass
@@ -34,6 +44,29 @@ class ExportReport:
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # existing files that could not be merged, and why
+
+
+def _shown(name: str) -> str:
+    """A name as a warning line shows it: quoted, escaped, and cut short."""
+    return repr(name[:80]) + ("..." if len(name) > 80 else "")
+
+
+def definition_file(directory: Path, name: str) -> Path | str:
+    """`<directory>/<name>.json`, or why a tool so named can have no file there (it is then skipped)."""
+    if not TOOL_NAME_PATTERN.fullmatch(name):
+        return "its name is not a SEP-986 tool name (1-128 characters of A-Z a-z 0-9 _ - .)"
+    if name.startswith("."):
+        return "its name starts with a dot (a hidden file, which the description store ignores)"
+    path = directory / f"{name}.json"
+    try:
+        inside = path.resolve().parent == directory.resolve()
+    except (OSError, RuntimeError) as exc:  # a link loop, say
+        return f"its file cannot be resolved ({exc})"
+    return path if inside else f"its file {path} resolves outside {directory} (a link?)"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -76,15 +109,25 @@ def write_export(
     routes = assign_names({s: [t.name for t in tools] for s, tools in listings.items()}, prefixes, reserved)
     by_route = {(s, t.name): t for s, tools in listings.items() for t in tools}
     report = ExportReport()
+    manifest = _read_manifest(out)
+    servers = manifest.setdefault("servers", {})
+    # Per server: each served name with a file, and the digest of the description export wrote there ("": unknown).
+    exported: dict[str, dict[str, str]] = {}
     for served, route in routes.items():
+        path = definition_file(out, served)
+        if isinstance(path, str):
+            report.skipped.append(f"tool {_shown(route.tool)} of upstream '{route.server}' not exported: {path}")
+            continue
         own = (definitions or {}).get(route.server, {}).get(route.tool, {})
         fresh = _definition(
             served, by_route[(route.server, route.tool)], categories.get(route.server, route.server), own
         )
-        path = out / f"{served}.json"
+        written = exported.setdefault(route.server, {})
+        written[served] = before = _recorded(servers.get(route.server), served)
         if not path.exists():
             _write_json(path, fresh)
             report.written.append(served)
+            written[served] = _digest(fresh["description"])
             continue
         try:
             existing = json.loads(path.read_text(encoding="utf-8"))
@@ -96,28 +139,42 @@ def write_export(
         merged = {k: v for k, v in existing.items() if k not in _UPSTREAM_FIELDS}
         merged.update({k: fresh[k] for k in _UPSTREAM_FIELDS if k in fresh})
         merged["name"] = served
-        for key in ("description", "category", "examples"):
+        description = existing.get("description")
+        if not isinstance(description, str) or _digest(description) == before:
+            merged["description"] = fresh["description"]  # what export wrote last time: the upstream's to refresh
+        written[served] = _digest(merged["description"]) if merged["description"] == fresh["description"] else before
+        for key in ("category", "examples"):
             merged.setdefault(key, fresh[key])
         if merged == existing:
             report.unchanged.append(served)
         else:
             _write_json(path, merged)
             report.updated.append(served)
-    manifest = _read_manifest(out)
-    servers = manifest.setdefault("servers", {})
     for server in listings:
+        written = exported.get(server, {})
         servers[server] = {
             "instructions": instructions.get(server),
-            "tools": {served: r.tool for served, r in routes.items() if r.server == server},
+            "tools": {served: r.tool for served, r in routes.items() if r.server == server and served in written},
+            # What export last wrote as each description (absent: written by hand since the first export).
+            "descriptions": {served: digest for served, digest in written.items() if digest},
         }
     _write_json(out / MANIFEST, {"format": FORMAT, "servers": servers})
     return report
+
+
+def _recorded(entry: Any, served: str) -> str:
+    """The digest of the description export last wrote for `served`, or "" when it is not known."""
+    digests = entry.get("descriptions") if isinstance(entry, dict) else None
+    digest = digests.get(served) if isinstance(digests, dict) else None
+    return digest if isinstance(digest, str) else ""
 
 
 def _read_manifest(directory: Path) -> dict[str, Any]:
     path = directory / MANIFEST
     if not path.exists():
         return {}
+    if path.resolve().parent != directory.resolve():
+        raise ValueError(f"{path}: resolves outside {directory} (a link?); not read")
     data = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("servers"), dict):
         raise ValueError(f"{path}: not a gateway manifest of format {FORMAT}; export again with mcp-pd export")
@@ -127,7 +184,8 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
 def load_cache(directory: Path, servers: Iterable[str]) -> tuple[dict[str, CachedServer], list[str]]:
     """The cached tools of each configured server found in `directory`, and the problems met.
 
-    Tools are returned under their upstream names (the gateway names them again, the same way).
+    Tools are returned under their upstream names (the gateway names them again, the same way). A tool whose file
+    could lie outside `directory` is skipped (a problem says so); the rest of its server is still cached.
     """
     manifest = _read_manifest(directory)
     if not manifest:
@@ -136,20 +194,31 @@ def load_cache(directory: Path, servers: Iterable[str]) -> tuple[dict[str, Cache
     problems: list[str] = []
     for server in servers:
         entry = manifest["servers"].get(server)
-        if not isinstance(entry, dict):
+        listed = entry.get("tools") if isinstance(entry, dict) else None
+        if not isinstance(entry, dict) or not isinstance(listed, dict | None):
             problems.append(f"server {server!r} is not in the cache; it is started now to list its tools")
             continue
         tools = []
-        for served, upstream_name in sorted((entry.get("tools") or {}).items()):
-            path = directory / f"{served}.json"
+        hand_written = set()
+        for served, upstream_name in sorted((listed or {}).items()):
+            path = definition_file(directory, served)
+            if isinstance(path, str) or not isinstance(upstream_name, str):
+                why = path if isinstance(path, str) else "its upstream tool name is not a string"
+                problems.append(f"{directory / MANIFEST}: tool {_shown(served)} of {server!r} skipped: {why}")
+                continue
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
                 wire = {k: data[k] for k in ("description", *_UPSTREAM_FIELDS) if k in data}
                 tools.append(types.Tool.model_validate({**wire, "name": upstream_name}))
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, TypeError) as exc:
                 problems.append(f"{path}: cannot be used as a cached definition ({exc}); {server} is started instead")
                 break
+            description = wire.get("description")
+            if not isinstance(description, str) or _digest(description) != _recorded(entry, served):
+                hand_written.add(upstream_name)
         else:
             instructions = entry.get("instructions")
-            cached[server] = CachedServer(tuple(tools), instructions if isinstance(instructions, str) else None)
+            cached[server] = CachedServer(
+                tuple(tools), instructions if isinstance(instructions, str) else None, frozenset(hand_written)
+            )
     return cached, problems

@@ -1,9 +1,10 @@
 """What went wrong with an upstream, in words an operator (and a model) can act on.
 
-`UpstreamUnavailable` is the one exception a call raises when its upstream gave no usable answer; `explain` turns
-what connecting raised into one line; `call_failure` sorts a JSON-RPC error of a call into the upstream's own
-error (passed on), a timeout or a closed connection; `session_forgotten` recognises an HTTP upstream that no longer
-knows the gateway's session. Knows nothing about sessions, processes or supervision.
+`UpstreamUnavailable` is the one exception a call raises when its upstream gave no usable answer (`went_away`: one
+that died during the call, with when to retry, never what it printed on stderr); `explain` turns what connecting
+raised into one line; `call_failure` sorts a JSON-RPC error of a call into the upstream's own error (passed on), a
+timeout or a closed connection; `session_forgotten` recognises an HTTP upstream that no longer knows the gateway's
+session. Knows nothing about sessions, processes or supervision.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-__all__ = ["UpstreamUnavailable", "call_failure", "explain", "session_forgotten"]
+__all__ = ["UpstreamUnavailable", "call_failure", "explain", "session_forgotten", "went_away"]
 
 
 class UpstreamUnavailable(Exception):
@@ -25,6 +26,16 @@ class UpstreamUnavailable(Exception):
         self.reason = reason
         self.retry_in = retry_in
         super().__init__(f"upstream server '{server}' {reason}")
+
+
+def went_away(server: str, name: str, why: str, retry_in: float | None) -> UpstreamUnavailable:
+    """An upstream that died during the call to `name`: `why` (the exit, fit for clients), and when to retry."""
+    again = f"it is restarting, retry in {retry_in:.1f} s" if retry_in is not None else "the gateway restarts it"
+    return UpstreamUnavailable(
+        server,
+        f"went away during the call to '{name}': {why}; {again} (the call may or may not have taken effect)",
+        retry_in=retry_in,
+    )
 
 
 def _flatten(exc: BaseException) -> list[BaseException]:

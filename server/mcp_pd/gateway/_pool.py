@@ -34,7 +34,7 @@ from mcp_pd import __version__
 
 from ._bridge import ClientBridge
 from ._config import UpstreamConfig
-from ._failures import UpstreamUnavailable, call_failure, explain, session_forgotten
+from ._failures import UpstreamUnavailable, call_failure, explain, session_forgotten, went_away
 from ._process import OnAnswer, Pending, StdioProcess, Watchdog
 from ._progressive import ProgressiveUpstream, progressive_settings
 
@@ -388,11 +388,7 @@ class Upstream:
                     await process.exited.wait()
             why = process.exit_reason() if process is not None and process.exited.is_set() else "closed the connection"
             self.recycle(why)
-            return UpstreamUnavailable(
-                self.name,
-                f"went away during the call to '{name}': {why}. The gateway restarts it; the call may or may not "
-                "have taken effect",
-            )
+            return went_away(self.name, name, why, await _restart_in(self, session))
         return exc  # the upstream's own JSON-RPC error, passed on as it is
 
     async def _probe(self, session: ClientSession) -> None:
@@ -576,6 +572,14 @@ async def _first_of(*events: anyio.Event) -> None:
 
         for event in events:
             tg.start_soon(wait, event)
+
+
+async def _restart_in(upstream: Upstream, session: ClientSession) -> float | None:
+    """Seconds until the supervisor starts `upstream` again after `session` ended (None: not known within 1 s)."""
+    with anyio.move_on_after(1.0):
+        while upstream.state == "ready" and upstream.session is session:
+            await anyio.sleep(0.01)
+    return max(0.0, upstream.retry_at - time.monotonic()) if upstream.state == "failed" else None
 
 
 def _call_params(name: str, arguments: dict[str, Any] | None, meta: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -6,6 +6,13 @@ every group is registered with a watchdog process that kills what is left if the
 reaping (SIGKILL included). `send` (and `request`, its awaited form) is the hot path's own lane onto the pipe: one
 JSON-RPC request written and its response handed back as parsed JSON, without the SDK's session in between (the
 session keeps every other message).
+
+stdout is read by `_lines.LineReader` (linear, at most `MAX_LINE` bytes a message, big lines decoded in a worker
+thread, in order). A longer message is never buffered: the request it answers gets a JSON-RPC error saying its
+size and the limit, a request of the upstream's gets one too, and a message that does not say which request it
+answers makes the gateway stop the upstream (its supervisor restarts it) rather than leave a call waiting for its
+timeout. stderr is the operator's: copied to the gateway's stderr (unless quiet), and its last lines logged when
+the process ends on its own; it never goes into `exit_reason`, which callers may show to clients.
 Knows nothing about MCP beyond framing JSON-RPC lines.
 """
 
@@ -33,8 +40,10 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
 from ._config import UpstreamConfig
+from ._lines import MAX_LINE, OFF_LOOP, LineReader, Oversized, decode
 from ._watchdog import group_alive, signal_group
 
 __all__ = ["OnAnswer", "Pending", "StdioProcess", "Watchdog"]
@@ -48,6 +57,7 @@ _POLL: Final = 0.02
 _EXIT_POLL: Final = 0.25
 _PR_SET_PDEATHSIG: Final = 1
 _READ_CHUNK: Final = 1 << 16
+_STDERR_DRAIN: Final = 0.5  # after an exit, how long its last stderr lines may take to arrive
 # Ids of the requests sent by `request`: strings, never the SDK session's integers, so the two cannot collide.
 _LANE_ID: Final = "mcp-pd-lane-"
 _LANE_MARK: Final = _LANE_ID.encode()
@@ -183,20 +193,26 @@ def _die_with_parent(parent: int) -> Callable[[], None] | None:
 class StdioProcess:
     """One stdio upstream as an MCP client transport (`async with` yields the read and write streams).
 
-    Also what the pool needs to report failures: `exited` (set when the process ends), `returncode`, the last
-    lines of stderr, and how many stdout lines were not JSON-RPC.
+    Also what the pool needs to report failures: `exited` (set when the process ends), `returncode`, why it
+    ended (`exit_reason`, fit for clients), the last lines of stderr (for the operator only), and how many stdout
+    lines were not JSON-RPC. `max_line`: the longest message read from stdout, in bytes.
     """
 
-    def __init__(self, config: UpstreamConfig, watchdog: Watchdog, *, errlog: TextIO | None = None) -> None:
+    def __init__(
+        self, config: UpstreamConfig, watchdog: Watchdog, *, errlog: TextIO | None = None, max_line: int = MAX_LINE
+    ) -> None:
         assert config.command is not None
         self.config = config
         self.watchdog = watchdog
         self.errlog = errlog
+        self.max_line = max_line
         self.pid: int | None = None
         self.returncode: int | None = None
         self.exited = anyio.Event()
         self.noise = 0
+        self.fault: str | None = None  # why the gateway stopped it, when it did so for something it wrote
         self._stderr: deque[str] = deque(maxlen=20)
+        self._stderr_closed = anyio.Event()
         self._stdin: asyncio.StreamWriter | None = None
         self._waiting: dict[str, Pending] = {}
         self._ids = itertools.count(1)
@@ -208,13 +224,16 @@ class StdioProcess:
         ) = None
 
     def stderr_tail(self, lines: int = 5) -> str:
+        """The last lines the process wrote on stderr: the operator's (they can hold arguments, paths, secrets)."""
         return " | ".join(list(self._stderr)[-lines:])
 
     def exit_reason(self) -> str:
+        """Why the process ended, in words fit for any client: never its stderr (`stderr_tail` is logged)."""
+        if self.fault is not None:
+            return self.fault
         code = self.returncode
         how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited with code {code}"
-        tail = self.stderr_tail()
-        return f"the process {how}" + (f" (stderr: {tail})" if tail else "")
+        return f"the process {how}"
 
     async def __aenter__(
         self,
@@ -320,7 +339,7 @@ class StdioProcess:
         """True when `line` answers a request of the lane (and hands it over)."""
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
         request_id = message.get("id") if isinstance(message, dict) else None
         pending = self._waiting.get(request_id) if isinstance(request_id, str) else None
@@ -337,38 +356,100 @@ class StdioProcess:
         self, proc: asyncio.subprocess.Process, sink: MemoryObjectSendStream[SessionMessage | Exception]
     ) -> None:
         assert proc.stdout is not None
-        buffer = bytearray()
         async with sink:
-            while chunk := await proc.stdout.read(_READ_CHUNK):
-                buffer += chunk
-                start = 0
-                while (end := buffer.find(b"\n", start)) >= 0:
-                    line = bytes(buffer[start:end])
-                    start = end + 1
+            async for line in LineReader(proc.stdout.read, limit=self.max_line, chunk=_READ_CHUNK):
+                if isinstance(line, Oversized):
+                    message = self._oversized(line, proc.pid)
+                elif len(line) < OFF_LOOP:
                     if self._waiting and _LANE_MARK in line and self._answered(line):
                         continue
-                    if line.strip():
-                        message = self._parse(line)
-                        if message is not None:
-                            try:
-                                await sink.send(message)
-                            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                                return
-                del buffer[:start]
+                    message = self._parse(line) if line.strip() else None
+                else:
+                    message = await self._parse_big(line)
+                if message is not None:
+                    try:
+                        await sink.send(message)
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        return
         self._abandon()  # EOF: nothing more will be answered
 
     def _parse(self, line: bytes) -> SessionMessage | None:
         try:
             return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
         except ValueError:
-            # Servers that print logs on stdout exist; one stray line must not cost the session.
-            self.noise += 1
-            logger.warning(
-                "upstream %r wrote a line on stdout that is not JSON-RPC (ignored): %.200s",
-                self.config.name,
-                line.decode(errors="replace"),
-            )
+            self._noise(line)
             return None
+
+    async def _parse_big(self, line: bytes) -> SessionMessage | None:
+        """`_answered` or `_parse` for a line of `OFF_LOOP` bytes or more: decoded in a worker thread (the reader
+        waits for it, so the order holds), then only validated here, which costs little next to decoding."""
+        try:
+            message = await decode(line)
+        except (ValueError, RecursionError):
+            self._noise(line)
+            return None
+        request_id = message.get("id") if isinstance(message, dict) else None
+        pending = self._waiting.get(request_id) if isinstance(request_id, str) else None
+        if pending is not None and ("result" in message or "error" in message):
+            pending.answer(message)
+            return None
+        try:
+            return SessionMessage(types.jsonrpc_message_adapter.validate_python(message, by_name=False))
+        except ValidationError:
+            self._noise(line)
+            return None
+
+    def _noise(self, line: bytes) -> None:
+        # Servers that print logs on stdout exist; one stray line must not cost the session.
+        self.noise += 1
+        logger.warning(
+            "upstream %r wrote a line on stdout that is not JSON-RPC (ignored): %.200s",
+            self.config.name,
+            line[:800].decode(errors="replace"),
+        )
+
+    def _oversized(self, line: Oversized, pid: int) -> SessionMessage | None:
+        """What a message over the limit becomes: an error for the request it answers, an error answered to the
+        upstream's own request, or (when it does not say which request it is) the upstream stopped."""
+        name = self.config.name
+        frame = line.frame()
+        kind, request_id = frame if frame is not None else (None, None)
+        if request_id is not None:
+            logger.warning("upstream %r wrote a message of %s (a %s, id %r)", name, line.describe(), kind, request_id)
+            if kind == "request":  # the upstream asked something of a client: it gets its refusal
+                self._reply_error(request_id, f"the gateway refused a message of {line.describe()}")
+                return None
+            error = types.ErrorData(
+                code=types.INTERNAL_ERROR,
+                message=f"upstream '{name}' answered with a message of {line.describe()}; it was discarded unread. "
+                "Ask for less at a time (a page, a range, a smaller file).",
+                data={"size": line.size, "limit": line.limit},
+            )
+            pending = self._waiting.get(request_id) if isinstance(request_id, str) else None
+            if pending is not None:
+                pending.answer({"jsonrpc": "2.0", "id": request_id, "error": error.model_dump(exclude_none=True)})
+                return None
+            return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+        if kind is not None:  # a notification: nobody waits for it
+            logger.warning("upstream %r wrote a message of %s (a notification; dropped)", name, line.describe())
+            return None
+        # No id to fail: rather than leave a call waiting for its timeout, every call on it fails now, and the
+        # supervisor starts the upstream again.
+        self.fault = (
+            f"the gateway stopped it: it wrote a message of {line.describe()}, which does not say which request "
+            "it answers"
+        )
+        logger.warning("upstream %r: %s", name, self.fault)
+        signal_group(pid, signal.SIGTERM)
+        return None
+
+    def _reply_error(self, request_id: int | str, message: str) -> None:
+        stdin = self._stdin
+        if stdin is None or stdin.is_closing():
+            return
+        error = {"code": types.INVALID_REQUEST, "message": message}
+        with contextlib.suppress(OSError, RuntimeError):
+            stdin.write(_frame({"jsonrpc": "2.0", "id": request_id, "error": error}))
 
     async def _write_stdin(
         self, proc: asyncio.subprocess.Process, source: MemoryObjectReceiveStream[SessionMessage]
@@ -386,15 +467,34 @@ class StdioProcess:
     async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stderr is not None
         buffer = b""
-        while chunk := await proc.stderr.read(_READ_CHUNK):
-            *lines, buffer = (buffer + chunk).split(b"\n")
-            buffer = buffer[-_READ_CHUNK:]
-            for raw in lines:
-                line = raw.decode(errors="replace").rstrip()
-                if line:
-                    self._stderr.append(line[:500])
-                    if self.errlog is not None:
-                        print(f"[{self.config.name}] {line}", file=self.errlog, flush=True)
+        try:
+            while chunk := await proc.stderr.read(_READ_CHUNK):
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                buffer = buffer[-_READ_CHUNK:]
+                for raw in lines:
+                    self._stderr_line(raw)
+            self._stderr_line(buffer)  # a last line without a newline (a crash often writes one)
+        finally:
+            self._stderr_closed.set()
+
+    def _stderr_line(self, raw: bytes) -> None:
+        line = raw.decode(errors="replace").rstrip()
+        if line:
+            self._stderr.append(line[:500])
+            if self.errlog is not None:
+                print(f"[{self.config.name}] {line}", file=self.errlog, flush=True)
+
+    async def _log_exit(self) -> None:
+        """An upstream that ended on its own: its last stderr lines go to the operator's log (never to clients)."""
+        with anyio.move_on_after(_STDERR_DRAIN):
+            await self._stderr_closed.wait()
+        tail = self.stderr_tail()
+        logger.warning(
+            "upstream %r: %s%s",
+            self.config.name,
+            self.exit_reason(),
+            f"; its last stderr lines: {tail}" if tail else "",
+        )
 
     async def _watch_exit(self, proc: asyncio.subprocess.Process) -> None:
         # Not proc.wait(): on 3.11 it also waits for the pipes, which a surviving grandchild can hold open.
@@ -405,6 +505,7 @@ class StdioProcess:
 
     async def _stop(self, proc: asyncio.subprocess.Process) -> None:
         """Close stdin, then SIGTERM and SIGKILL the whole group, each step bounded; never leaves a member."""
+        on_its_own = proc.returncode is not None or self.fault is not None
         if proc.stdin is not None:
             with contextlib.suppress(OSError):
                 proc.stdin.close()
@@ -412,6 +513,8 @@ class StdioProcess:
         with anyio.move_on_after(STDIN_GRACE):
             while proc.returncode is None:
                 await anyio.sleep(_POLL)
+        # A crash seen a moment late (its exit status not reaped yet) still ends with a failure status of its own.
+        on_its_own = on_its_own or proc.returncode not in (None, 0)
         if group_alive(pgid):
             signal_group(pgid, signal.SIGTERM)
             with anyio.move_on_after(TERM_GRACE):
@@ -424,6 +527,8 @@ class StdioProcess:
                         await anyio.sleep(_POLL)
         self.returncode = proc.returncode
         self.exited.set()
+        if on_its_own:
+            await self._log_exit()
         transport = getattr(proc, "_transport", None)
         if transport is not None:
             transport.close()

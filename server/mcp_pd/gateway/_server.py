@@ -10,7 +10,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -20,15 +20,24 @@ from mcp.shared.dispatcher import ProgressFnT
 from mcp_pd._errors import ErrorCode, Refusal
 from mcp_pd._extension import DESCRIBE_TOOL, ProgressiveDisclosure
 from mcp_pd._metatools import META_TOOLS
+from mcp_pd._model import tool_description_required
 from mcp_pd._store import CATEGORY_META
 from mcp_pd._version import VERSION
 
 from ._bridge import handshake_era
 from ._content import ContentRouter
-from ._names import Route, assign_names
+from ._names import Route, name_tools
 from ._pool import Upstream, UpstreamPool, UpstreamUnavailable
 
-__all__ = ["UPSTREAM_UNAVAILABLE", "CachedServer", "Gateway", "build_gateway", "forwarded_meta", "hop_key"]
+__all__ = [
+    "UPSTREAM_FIELDS",
+    "UPSTREAM_UNAVAILABLE",
+    "CachedServer",
+    "Gateway",
+    "build_gateway",
+    "forwarded_meta",
+    "hop_key",
+]
 
 logger = logging.getLogger("mcp_pd.gateway")
 
@@ -36,12 +45,19 @@ UPSTREAM_UNAVAILABLE = ErrorCode.UPSTREAM_UNAVAILABLE.value
 _RESERVED_META = "io.modelcontextprotocol/"
 
 
+# The fields of a tool its upstream owns: an exported file copies them, and once the upstream has started, what it
+# lists wins over the copy (so does its description, unless the file's was written by hand).
+UPSTREAM_FIELDS: Final = ("title", "inputSchema", "outputSchema", "annotations", "icons", "execution", "_meta")
+
+
 @dataclass(frozen=True)
 class CachedServer:
-    """An upstream as exported earlier: its tools (named as the upstream names them) and its instructions."""
+    """An upstream as exported earlier: its tools (named as the upstream names them), its instructions, and the
+    tools whose cached description was written by hand (kept over the live one)."""
 
     tools: tuple[types.Tool, ...]
     instructions: str | None = None
+    hand_written: frozenset[str] = frozenset()
 
 
 def hop_key(key: str) -> bool:
@@ -88,14 +104,17 @@ class Gateway:
         self.categories = categories
         self.routes: dict[str, Route] = {}
         self.listing: list[types.Tool] = []
+        self.name_notes: tuple[str, ...] = ()  # tools served under another name than usual, and why (`_names`)
         self.pd: ProgressiveDisclosure | None = None
         # What upstreams ask of clients (roots, sampling, elicitation, logs), and their resources and prompts.
         self.bridge = pool.bridge
         self.content = ContentRouter(pool, self.bridge)
         # Told of every call the extension let through, before it runs (the stdio lane learns its caller there).
         self.call_observers: list[Callable[[ServerRequestContext[Any, Any], str], None]] = []
+        self._told: set[tuple[str, str]] = set()  # hand-written cached descriptions already reported
         self.rebuild()
         pool.listeners.append(self._upstream_changed)
+        pool.listeners.append(self._cache_superseded)
 
     def _sources(self) -> dict[str, tuple[types.Tool, ...]]:
         sources: dict[str, tuple[types.Tool, ...]] = {}
@@ -108,7 +127,11 @@ class Gateway:
         """Recompute names and routes; returns the served names that were added, removed or changed."""
         sources = self._sources()
         prefixes = {n: u.config.prefix for n, u in self.pool.upstreams.items() if u.config.prefix}
-        routes = assign_names({s: [t.name for t in tools] for s, tools in sources.items()}, prefixes, self.reserved)
+        naming = name_tools({s: [t.name for t in tools] for s, tools in sources.items()}, prefixes, self.reserved)
+        for note in naming.notes:  # each once while it holds: a tool served under a name its upstream did not give
+            if note not in self.name_notes:
+                logger.warning("%s", note)
+        routes, self.name_notes = naming.routes, naming.notes
         by_route = {(s, t.name): t for s, tools in sources.items() for t in tools}
         listing = []
         for served, route in routes.items():
@@ -177,9 +200,13 @@ class Gateway:
         if route is None:
             return await self.run(params.name, params.arguments, meta=meta)
 
+        admitted = self._version(params.name)  # what the extension let the call through for (`run` checks it)
+
         async def work(session: str) -> types.CallToolResult:
             progress = _progress_forwarder(ctx)
-            return await self.run(params.name, params.arguments, meta=meta, progress=progress, session=session)
+            return await self.run(
+                params.name, params.arguments, meta=meta, progress=progress, session=session, admitted=admitted
+            )
 
         # The upstream's own requests meanwhile (roots, sampling, elicitation) are for this client.
         request = ("tools/call", params.name, params.arguments)
@@ -200,12 +227,16 @@ class Gateway:
         meta: Mapping[str, Any] | None = None,
         progress: ProgressFnT | None = None,
         session: str | None = None,
+        admitted: str | None = None,
     ) -> types.CallToolResult:
         """An admitted call of the served `name`: its upstream's result, or a refusal saying why there is none.
-        `session`: the upstream session to call on (a client's own, `_roots.py`), else the shared one.
+        `session`: the upstream session to call on (a client's own, `_roots.py`), else the shared one. `admitted`:
+        the version of `name` the call was let through for (default: the one served now).
 
         Raises MCPError when the upstream answered with a JSON-RPC error (passed on as it is).
         """
+        if admitted is None:
+            admitted = self._version(name)
         found = self.route(name)
         if found is None:
             message = f"Tool '{name}' is not served by any upstream."
@@ -216,7 +247,73 @@ class Gateway:
                 upstream = self.pool.instance(session)
             except UpstreamUnavailable as exc:  # a client's own session that was stopped: never the shared one
                 return _unavailable(name, exc)
+        refused = await self._still_admitted(name, upstream, admitted)
+        if refused is not None:
+            return refused
         return await self.outcome(name, upstream.call(tool, arguments, meta=meta, progress=progress), upstream.name)
+
+    # -- the cache: served until an upstream starts, then the live definition decides --------------------------
+    def _version(self, name: str) -> str | None:
+        """The version of `name`'s definition as served now (the one a grant is bound to)."""
+        full = self.pd.catalog.full(name) if self.pd is not None else None
+        return None if full is None else str(full.get("version"))
+
+    async def _still_admitted(self, name: str, upstream: Upstream, admitted: str | None) -> types.CallToolResult | None:
+        """None when the call may run: its upstream is started first if it was not (a lazy start from the cache,
+        a restart), and then the definition it lists must still be the version the call was let through for.
+        Otherwise the refusal: a grant for another version is asked again and the live tool is not run."""
+        if self.pd is None or self.pd.mode == "eager":
+            return None  # no grants to keep to a version: the listing is the client's contract
+        started = upstream.state != "ready" and upstream.key == upstream.name
+        if started:
+            try:
+                await upstream.ensure()
+            except UpstreamUnavailable as exc:
+                return _unavailable(name, exc)
+            await self._upstream_changed(upstream)  # nothing to do once the pool's own notice has run
+        now = self._version(name)
+        if now == admitted:
+            return None
+        when = "when its upstream started (a cached copy was served until then)" if started else "meanwhile"
+        document = tool_description_required(name, self.pd.disclosure.resource_uri, self.pd.disclosure.describe_tool)
+        document["error"]["reason"] = (
+            f"the definition of '{name}' changed {when}: {admitted} -> {now}. Nothing was run; fetch it again"
+            if now is not None
+            else f"'{name}' is no longer served: its upstream no longer lists it ({when}). Nothing was run"
+        )
+        logger.info("call of %r refused: its definition changed %s", name, when)
+        return Refusal.of(document).tool_result()
+
+    def listed_wins(self, name: str) -> tuple[str, ...]:
+        """The fields in which the live tool `name` wins over its file in the cache (`Catalog.listed_wins`): what
+        its upstream owns, and its description unless the file's was written by hand."""
+        route = self.routes.get(name)
+        cached = self.cached.get(route.server) if route is not None else None
+        if route is None or cached is None:
+            return ()
+        return UPSTREAM_FIELDS if route.tool in cached.hand_written else ("description", *UPSTREAM_FIELDS)
+
+    async def _cache_superseded(self, upstream: Upstream) -> None:
+        """Once an upstream served from the cache lists live: say which hand-written descriptions are kept over a
+        live description that differs (the operator may want to take the upstream's)."""
+        cached = self.cached.get(upstream.name)
+        if cached is None or upstream.tools is None or upstream.key != upstream.name:
+            return
+        live = {t.name: t.description for t in upstream.tools}
+        for tool in cached.tools:
+            key = (upstream.name, tool.name)
+            if tool.name not in cached.hand_written or live.get(tool.name, tool.description) == tool.description:
+                continue
+            if key not in self._told:
+                self._told.add(key)
+                logger.warning(
+                    "upstream %r: the cached description of %r was written by hand and is served, not the one the "
+                    "upstream now gives (%.120r); to serve the upstream's, delete the description from its file and "
+                    "export again",
+                    upstream.name,
+                    tool.name,
+                    live[tool.name],
+                )
 
     async def outcome(self, name: str, call: Awaitable[types.CallToolResult], upstream: str) -> types.CallToolResult:
         """The result of `call` (`upstream`'s `call` or `settle` for the served `name`) with its resource links
@@ -286,8 +383,12 @@ def build_gateway(
         options["mode"] = mode
     pd = ProgressiveDisclosure(descriptions, **options).install(server)
     gateway.pd = pd
+    if cached:  # the cache files copy the upstreams: once one has started, what it lists wins (`listed_wins`)
+        pd.catalog.listed_wins = gateway.listed_wins
     content.bus = pd.announcer.bus
-    # A parked call resumes only for the caller it was parked for (the extension's session key: bearer or session).
+    # A parked call resumes only for the caller it was parked for (the extension's session key: bearer or session),
+    # and which client a request comes from is the extension's answer too (one home: `mcp_pd._sessions`).
     bridge.rounds.principal = lambda ctx: pd.caller(ctx).session
+    bridge.use_sessions(pd.sessions)
     pd.catalog.update(gateway.listing, complete=True)
     return server, pd, gateway

@@ -1,0 +1,148 @@
+"""JSON-RPC lines read from a pipe: linear, capped, and big ones decoded off the event loop.
+
+Both ends of the gateway that speak stdio read through `LineReader`: an upstream's stdout (`_process.py`) and the
+client's stdin when the gateway is served over stdio (`_stdio.py`). Each byte is searched for a newline once (the
+search resumes where the last one stopped, so a 60 MB line costs 60 MB of searching, not 60 MB per chunk); a line
+may be at most `MAX_LINE` bytes; past that it is never buffered but skipped up to its newline, and handed over as
+an `Oversized` (its size and its first and last few KiB, enough to tell which request it answers), so whoever reads
+can fail that request with a clear error. `decode` parses a line of `OFF_LOOP` bytes or more in a worker thread;
+callers await it before reading on, so messages keep their order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+import anyio
+
+__all__ = ["CHUNK", "MAX_LINE", "OFF_LOOP", "LineReader", "Oversized", "decode", "megabytes"]
+
+# One message per line and results of tens of MB are legitimate (a file read whole); past this a line is refused.
+MAX_LINE: Final = 64 << 20
+# Lines at least this long are decoded in a worker thread: below it a decode costs well under a millisecond.
+OFF_LOOP: Final = 1 << 20
+CHUNK: Final = 1 << 16
+_KEEP: Final = 4096  # of an oversized line: its first and last bytes, which hold its id
+
+# `{"jsonrpc":"2.0","id":ID,"result"...` (ids first, as the SDKs write them) or `{"result":...,"id":ID}` (ids last).
+_ID = rb'(-?\d+|"(?:[^"\\]|\\.)*")'
+_JSONRPC = rb'(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?'
+_HEAD_ID = re.compile(rb"\A\s*\{\s*" + _JSONRPC + rb'"id"\s*:\s*' + _ID + rb'\s*,\s*"(result|error|method)"')
+_HEAD_KIND = re.compile(rb"\A\s*\{\s*" + _JSONRPC + rb'"(result|error|method)"')
+_TAIL_ID = re.compile(rb'"id"\s*:\s*' + _ID + rb'\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*\Z')
+
+
+def megabytes(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB"
+
+
+@dataclass(frozen=True)
+class Oversized:
+    """A line longer than the reader's limit, skipped: its size and its first and last bytes."""
+
+    size: int
+    limit: int
+    head: bytes
+    tail: bytes
+
+    def frame(self) -> tuple[Literal["response", "request"], int | str | None] | None:
+        """("response", id) for an answer, ("request", id or None) for a request or notification, None when its
+        first and last bytes do not say."""
+        found = _HEAD_ID.match(self.head)
+        if found is not None:
+            kind: Literal["response", "request"] = "request" if found[2] == b"method" else "response"
+            return kind, _id(found[1])
+        leading = _HEAD_KIND.match(self.head)
+        if leading is None:
+            return None
+        late = _TAIL_ID.search(self.tail)
+        request_id = _id(late[1]) if late is not None else None
+        if leading[1] == b"method":
+            return "request", request_id
+        return ("response", request_id) if request_id is not None else None
+
+    def describe(self) -> str:
+        """`80.1 MiB, over the limit of 64.0 MiB per message`."""
+        return f"{megabytes(self.size)}, over the limit of {megabytes(self.limit)} per message"
+
+
+def _id(raw: bytes) -> int | str | None:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, int | str) and not isinstance(value, bool) else None
+
+
+class LineReader:
+    """`async for line in LineReader(read)`: each complete line (without its newline) as bytes, or an `Oversized`
+    for a line longer than `limit`. `read(n)` returns up to n bytes, b"" at the end of the stream; a last line
+    without a newline is still handed over."""
+
+    def __init__(self, read: Callable[[int], Awaitable[bytes]], *, limit: int = MAX_LINE, chunk: int = CHUNK) -> None:
+        self._read = read
+        self.limit = limit
+        self._chunk = chunk
+        self._buffer = bytearray()
+        self._searched = 0  # how much of the buffer is known to hold no newline
+        self._eof = False
+
+    def __aiter__(self) -> LineReader:
+        return self
+
+    async def __anext__(self) -> bytes | Oversized:
+        while True:
+            buffer = self._buffer
+            end = buffer.find(b"\n", self._searched)
+            if end >= 0:
+                self._searched = 0
+                line = bytes(memoryview(buffer)[:end])
+                if end < OFF_LOOP:
+                    del buffer[: end + 1]  # from the front of a bytearray: no copy of the rest
+                else:  # a fresh buffer: the old one's memory is not kept behind the next (small) lines
+                    self._buffer = bytearray(memoryview(buffer)[end + 1 :])
+                return line
+            self._searched = len(buffer)
+            if len(buffer) > self.limit:
+                return await self._skip()
+            if self._eof:
+                break
+            chunk = await self._read(self._chunk)
+            if not chunk:
+                self._eof = True
+                continue
+            buffer += chunk
+        if self._buffer:
+            line, self._buffer, self._searched = bytes(self._buffer), bytearray(), 0
+            return line
+        raise StopAsyncIteration
+
+    async def _skip(self) -> Oversized:
+        """Drop the rest of an over-long line (the buffer holds its start, no newline), keeping its ends."""
+        buffer = self._buffer
+        head, tail, size = bytes(buffer[:_KEEP]), bytes(buffer[-_KEEP:]), len(buffer)
+        self._buffer, self._searched = bytearray(), 0
+        while not self._eof:
+            chunk = await self._read(self._chunk)
+            if not chunk:
+                self._eof = True
+                break
+            end = chunk.find(b"\n")
+            part = chunk if end < 0 else chunk[:end]
+            size += len(part)
+            tail = (tail + part)[-_KEEP:]
+            if end >= 0:
+                self._buffer += chunk[end + 1 :]
+                break
+        return Oversized(size, self.limit, head, tail)
+
+
+async def decode(line: bytes) -> Any:
+    """`json.loads(line)`, in a worker thread for a line of `OFF_LOOP` bytes or more. Raises ValueError."""
+    if len(line) < OFF_LOOP:
+        return json.loads(line)
+    return await anyio.to_thread.run_sync(json.loads, line)

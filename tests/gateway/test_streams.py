@@ -1,0 +1,256 @@
+"""Big messages and dying upstreams, with two clients at once (issue 31, items 7 and 3).
+
+An upstream's answer over the gateway's per-message limit fails its own call with a clear error while another
+client's echo stays under the issue's 0.2 s and the gateway's memory stays bounded; a 60 MiB result passes whole;
+over stdio, a client line over the limit is refused and the gateway keeps serving. An upstream that prints a
+secret on stderr and dies on one client's call leaks it to no client: both are told it is restarting and when to
+retry, and only the operator's log has it.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from gateway.gwtest import HERE, PLAIN, connect, describe, error_of, gateway_params, stdio, write_config
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from pdtest import _wait_for_port, free_port, stop_process
+
+pytestmark = pytest.mark.anyio
+
+BIG = HERE / "big_server.py"
+MIB = 1 << 20
+LIMIT = 64 * MIB  # the gateway's default limit per message (`mcp_pd.gateway._lines.MAX_LINE`)
+
+
+@contextmanager
+def http_gateway(log: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`mcp-pd proxy ARGS` over HTTP on a free loopback port, its stderr (the operator's log) in `log`."""
+    params = gateway_params(*args, "--transport", "http", "--port")
+    port = free_port()
+    with log.open("wb") as errlog:
+        proc = subprocess.Popen(
+            [params.command, *params.args, str(port)], env=params.env, stdout=subprocess.DEVNULL, stderr=errlog
+        )
+    try:
+        _wait_for_port(port, proc, timeout=60)
+        yield f"http://127.0.0.1:{port}/mcp", proc
+    finally:
+        stop_process(proc)
+
+
+def _peak_rss(pid: int) -> int:
+    """The most memory the process has held at once (VmHWM), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmHWM for {pid}")
+
+
+def _text(result: types.CallToolResult) -> str:
+    assert not result.is_error, result
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+async def _progress(progress: float, total: float | None, message: str | None) -> None:
+    pass
+
+
+def _source(data: bytes, chunk: int) -> Callable[[int], Awaitable[bytes]]:
+    """`read(n)` over `data`, at most `chunk` bytes a call (as a pipe hands them over)."""
+    view = memoryview(data)
+    offset = 0
+
+    async def read(n: int) -> bytes:
+        nonlocal offset
+        part = bytes(view[offset : offset + min(n, chunk)])
+        offset += len(part)
+        return part
+
+    return read
+
+
+async def _lines(data: bytes, *, limit: int, chunk: int = 7) -> list[Any]:
+    # Imported here: the other tests of this file run against any gateway (they were run on the one before it).
+    from mcp_pd.gateway._lines import LineReader
+
+    return [line async for line in LineReader(_source(data, chunk), limit=limit, chunk=chunk)]
+
+
+@pytest.mark.req("PDX-STREAM-01")
+async def test_the_line_reader_splits_caps_and_says_what_it_skipped() -> None:
+    from mcp_pd.gateway._lines import Oversized
+
+    long = b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"' + b"x" * 200 + b'"}]}}'
+    data = b'{"a":1}\n\n' + long + b'\n{"b":2}\n{"method":"notifications/message","params":{"data":"' + b"y" * 200
+    lines = await _lines(data + b'"}}\nlast without newline', limit=100)
+    assert lines[:2] == [b'{"a":1}', b""] and lines[3] == b'{"b":2}' and lines[5] == b"last without newline"
+    skipped, notification = lines[2], lines[4]
+    assert isinstance(skipped, Oversized) and skipped.size == len(long) and skipped.limit == 100
+    assert skipped.frame() == ("response", 7)
+    assert isinstance(notification, Oversized) and notification.frame() == ("request", None)
+    assert skipped.describe() == "0.0 MiB, over the limit of 0.0 MiB per message"
+    # Where the id is: first (as the SDKs write it), last, or nowhere to be seen.
+    pad = "z" * 300
+    cases = {
+        f'{{"id":"lane-3","result":{{"t":"{pad}"}}}}': ("response", "lane-3"),
+        f'{{"result":{{"t":"{pad}","id":99}},"jsonrpc":"2.0","id":4}}': ("response", 4),
+        f'{{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{{"t":"{pad}"}}}}': ("request", 5),
+        f'{{"method":"x","params":{{"t":"{pad}"}},"id":6}}': ("request", 6),
+        f'{{"result":{{"t":"{pad}","id":99}}}}': None,
+        f'["not", "an object", "{pad}"]': None,
+    }
+    for text, frame in cases.items():
+        (line,) = await _lines(text.encode() + b"\n", limit=100, chunk=64)
+        assert isinstance(line, Oversized) and line.frame() == frame, text
+
+
+@pytest.mark.req("PDX-STREAM-01")
+async def test_an_answer_over_the_limit_fails_its_own_call_and_holds_up_no_one(tmp_path: Path, mark: str) -> None:
+    config = write_config(
+        tmp_path / "servers.json",
+        {"big": stdio(sys.executable, str(BIG), mark=mark), "plain": stdio(sys.executable, str(PLAIN), mark=mark)},
+    )
+    with http_gateway(tmp_path / "gateway.log", "--config", str(config)) as (url, gateway):
+        async with connect(url) as a, connect(url) as b:
+            await describe(a, "big")
+            await describe(b, "echo")
+            for _ in range(5):
+                assert _text(await b.call_tool("echo", {"text": "warm"})) == "warm"
+            before = _peak_rss(gateway.pid)
+            outcome: dict[str, Any] = {}
+
+            async def call_a() -> None:
+                try:
+                    outcome["result"] = await a.call_tool("big", {"mb": 80})
+                except MCPError as exc:
+                    outcome["error"] = exc
+
+            # B echoes through another upstream for as long as A's 80 MiB answer is on its way; the worst counts.
+            latencies: list[float] = []
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call_a)
+                while not outcome:
+                    start = time.perf_counter()
+                    assert _text(await b.call_tool("echo", {"text": f"ping {len(latencies)}"})) == (
+                        f"ping {len(latencies)}"
+                    )
+                    latencies.append(time.perf_counter() - start)
+                    await anyio.sleep(0.02)
+            assert "error" in outcome, f"an answer over the limit was passed on: {outcome}"
+            message = outcome["error"].error.message
+            assert re.search(
+                r"upstream 'big' answered with a message of 80\.\d MiB, over the limit of 64\.0 MiB", message
+            )
+            assert "Ask for less" in message, message
+            data = outcome["error"].error.data
+            assert data["limit"] == LIMIT and 80 * MIB < data["size"] < 81 * MIB, data
+            assert len(latencies) >= 5, latencies
+            assert max(latencies) < 0.2, f"B waited {max(latencies):.3f} s for an echo: {latencies}"
+            # Never buffered past the limit: the gateway grew by less than twice the limit (a message passed whole
+            # costs several copies of itself).
+            grown = _peak_rss(gateway.pid) - before
+            assert grown < 2 * LIMIT, f"the gateway grew by {grown / MIB:.0f} MiB"
+
+            # The upstream kept serving, on the pipe's path and on the SDK session's (a call that reports progress).
+            assert _text(await a.call_tool("big", {"mb": 0.5})).endswith("END")
+            with pytest.raises(MCPError, match=r"answered with a message of 70\.\d MiB"):
+                await a.call_tool("big", {"mb": 70}, progress_callback=_progress)
+            assert _text(await a.call_tool("big", {"mb": 0.5}, progress_callback=_progress)).endswith("END")
+            assert _text(await b.call_tool("echo", {"text": "still here"})) == "still here"
+
+
+@pytest.mark.req("PDX-STREAM-01")
+async def test_a_60_mib_result_passes_whole_while_another_client_is_served(tmp_path: Path, mark: str) -> None:
+    config = write_config(
+        tmp_path / "servers.json",
+        {"big": stdio(sys.executable, str(BIG), mark=mark), "plain": stdio(sys.executable, str(PLAIN), mark=mark)},
+    )
+    with http_gateway(tmp_path / "gateway.log", "--config", str(config)) as (url, _gateway):
+        # The SDK's client refuses SSE events over 1 MiB by default: A raises its own limit to take 60 MiB.
+        big_events = streamable_http_client(url, max_sse_event_size=128 * MIB)
+        async with Client(big_events, mode="legacy", cache=None) as a, connect(url) as b:
+            await describe(a, "big")
+            await describe(b, "echo")
+            results: list[types.CallToolResult] = []
+            echoes = 0
+            async with anyio.create_task_group() as tg:
+
+                async def call_a() -> None:
+                    results.append(await a.call_tool("big", {"mb": 60}))
+                    results.append(await a.call_tool("big", {"mb": 60}, progress_callback=_progress))
+
+                tg.start_soon(call_a)
+                while len(results) < 2:
+                    assert _text(await b.call_tool("echo", {"text": f"b{echoes}"})) == f"b{echoes}"
+                    echoes += 1
+                    await anyio.sleep(0.05)
+            for result in results:  # the pipe's path, then the SDK session's
+                text = _text(result)
+                assert len(text) == 60 * MIB and text.endswith("END") and text.startswith("0123456789abc")
+            assert echoes >= 2
+
+
+@pytest.mark.req("PDX-STREAM-01")
+async def test_over_stdio_a_client_line_over_the_limit_is_refused_and_the_gateway_serves_on(
+    tmp_path: Path, mark: str
+) -> None:
+    config = write_config(tmp_path / "servers.json", {"plain": stdio(sys.executable, str(PLAIN), mark=mark)})
+    async with connect(gateway_params("--config", str(config))) as client:
+        await describe(client, "echo")
+        # Big but under the limit: read whole (decoded off the loop), passed on, echoed back whole.
+        text = "0123456789" * (2 * MIB) + "END"
+        assert _text(await client.call_tool("echo", {"text": text})) == text
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("echo", {"text": "x" * (70 * MIB)})
+        assert re.search(r"The request was 70\.\d MiB, over the limit of 64\.0 MiB", refused.value.error.message)
+        assert refused.value.error.data["limit"] == LIMIT
+        assert _text(await client.call_tool("echo", {"text": "after"})) == "after"
+
+
+@pytest.mark.req("PDX-STREAM-02")
+async def test_an_upstream_dying_on_one_clients_call_leaks_its_stderr_to_no_client(tmp_path: Path, mark: str) -> None:
+    secret = f"hunter2-{uuid.uuid4().hex}"
+    died = tmp_path / "died"  # once it exists, the upstream dies at every start (printing the secret again)
+    config = write_config(
+        tmp_path / "servers.json",
+        {
+            "big": stdio(sys.executable, str(BIG), mark=mark, env={"BIG_DIE_MARKER": str(died)}),
+            "plain": stdio(sys.executable, str(PLAIN), mark=mark),
+        },
+    )
+    log = tmp_path / "gateway.log"
+    with http_gateway(log, "--config", str(config), "--mode", "eager") as (url, _gateway):
+        # A in the handshake era, B in the 2026-07-28 one (the SDK's default).
+        async with connect(url) as a, Client(url, cache=None) as b:
+            result = await a.call_tool("leak_and_die", {"secret": secret})
+            assert secret not in result.model_dump_json()
+            error = error_of(result)
+            assert error["server"] == "big" and "exited with code 7" in error["message"], error
+            assert "it is restarting, retry in" in error["message"] and error["retry_after_seconds"] >= 0
+            # B calls the same upstream while it restarts (and dies again): refused, told when to retry, no secret.
+            for _ in range(3):
+                refused = await b.call_tool("big", {"mb": 0.001})
+                assert secret not in refused.model_dump_json()
+                error = error_of(refused)
+                assert error["server"] == "big" and "retry" in error["message"], error
+            assert _text(await b.call_tool("echo", {"text": "others serve"})) == "others serve"
+            assert _text(await a.call_tool("echo", {"text": "a too"})) == "a too"
+    # The operator's log has it (this gateway copies no upstream stderr: --quiet-upstreams).
+    text = log.read_text()
+    said = "upstream 'big': the process exited with code 7; its last stderr lines: fatal: cannot open database"
+    assert f"{said} with password {secret}" in text
