@@ -15,7 +15,19 @@ from pathlib import Path
 
 from ._common import REPO, child_env, loadavg, machine, output_dir
 
-BENCHMARKS = ("context", "catalog", "overhead", "scale", "hardening", "reload", "load", "search", "profile", "redis")
+BENCHMARKS = (
+    "context",
+    "catalog",
+    "overhead",
+    "scale",
+    "hardening",
+    "reload",
+    "load",
+    "search",
+    "profile",
+    "redis",
+    "cli",
+)
 
 
 def main(argv: list[str] | None = None) -> int:

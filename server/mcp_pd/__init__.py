@@ -10,40 +10,75 @@ Grants shared by replicas: `RedisGrantStore` and `RedisFetchLimiter` (the `redis
 
 from typing import TYPE_CHECKING, Any
 
-from ._extension import DESCRIBE_TOOL, EXTENSION_ID, Mode, ProgressiveDisclosure
-from ._grants import GrantStore, GrantStoreUnavailable, MemoryGrantStore
-from ._guidance import resource_description, system_prompt_guidance
-from ._model import (
-    DEFAULT_RESOURCE_URI,
-    MINIMAL_INPUT_SCHEMA,
-    MISSING_TOOL_SELECTION,
-    RATE_LIMITED,
-    SESSION_REQUIRED,
-    TOOL_DESCRIPTION_REQUIRED,
-    ToolDefinition,
-    missing_tool_selection,
-    selection_uri,
-    tool_description_required,
-    tool_not_found,
-)
-from ._policy import Caller, FetchLimiter, FetchRateLimiter, RateLimit, ToolPermission
-from ._sessions import SessionKeyHook, SessionlessPolicy
-from ._store import DescriptionStore, Problem
 from ._version import VERSION
 
 if TYPE_CHECKING:
+    from ._extension import DESCRIBE_TOOL, EXTENSION_ID, Mode, ProgressiveDisclosure
+    from ._grants import GrantStore, GrantStoreUnavailable, MemoryGrantStore
+    from ._guidance import resource_description, system_prompt_guidance
+    from ._model import (
+        DEFAULT_RESOURCE_URI,
+        MINIMAL_INPUT_SCHEMA,
+        MISSING_TOOL_SELECTION,
+        RATE_LIMITED,
+        SESSION_REQUIRED,
+        TOOL_DESCRIPTION_REQUIRED,
+        ToolDefinition,
+        missing_tool_selection,
+        selection_uri,
+        tool_description_required,
+        tool_not_found,
+    )
+    from ._policy import Caller, FetchLimiter, FetchRateLimiter, RateLimit, ToolPermission
     from ._redis import RedisFetchLimiter, RedisGrantStore
+    from ._sessions import SessionKeyHook, SessionlessPolicy
+    from ._store import DescriptionStore, Problem
 
 __version__ = VERSION
 
+# Each public name's module, imported when the name is first asked for: `import mcp_pd` (and so every `mcp-pd`
+# command, `--help` included) costs no SDK import until something of the library is used. The Redis classes need
+# the optional `redis` package, so they are never imported before they are asked for.
+_HOMES: dict[str, str] = {
+    **dict.fromkeys(("DESCRIBE_TOOL", "EXTENSION_ID", "Mode", "ProgressiveDisclosure"), "_extension"),
+    **dict.fromkeys(("GrantStore", "GrantStoreUnavailable", "MemoryGrantStore"), "_grants"),
+    **dict.fromkeys(("resource_description", "system_prompt_guidance"), "_guidance"),
+    **dict.fromkeys(
+        (
+            "DEFAULT_RESOURCE_URI",
+            "MINIMAL_INPUT_SCHEMA",
+            "MISSING_TOOL_SELECTION",
+            "RATE_LIMITED",
+            "SESSION_REQUIRED",
+            "TOOL_DESCRIPTION_REQUIRED",
+            "ToolDefinition",
+            "missing_tool_selection",
+            "selection_uri",
+            "tool_description_required",
+            "tool_not_found",
+        ),
+        "_model",
+    ),
+    **dict.fromkeys(("Caller", "FetchLimiter", "FetchRateLimiter", "RateLimit", "ToolPermission"), "_policy"),
+    **dict.fromkeys(("RedisFetchLimiter", "RedisGrantStore"), "_redis"),
+    **dict.fromkeys(("SessionKeyHook", "SessionlessPolicy"), "_sessions"),
+    **dict.fromkeys(("DescriptionStore", "Problem"), "_store"),
+}
+
 
 def __getattr__(name: str) -> Any:
-    # The Redis classes need the optional `redis` package: imported when first asked for, never at import time.
-    if name in ("RedisFetchLimiter", "RedisGrantStore"):
-        from . import _redis
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'mcp_pd' has no attribute {name!r}")
+    from importlib import import_module
 
-        return getattr(_redis, name)
-    raise AttributeError(f"module 'mcp_pd' has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # asked once: later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 __all__ = [

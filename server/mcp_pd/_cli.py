@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import gc
 import importlib
@@ -14,9 +13,10 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["main"]
 
@@ -145,6 +145,8 @@ def _index(args: argparse.Namespace) -> int:
     assert pd.metatools is not None  # catalog mode
     index = pd.metatools.index
     try:
+        import anyio
+
         tools, embedded = anyio.run(index.embed_all)
     except RuntimeError as exc:
         raise SystemExit(f"mcp-pd index: {exc}") from None
@@ -192,7 +194,7 @@ def _positive(parse: Callable[[str], float]) -> Callable[[str], float]:
 
 def http_flags(p: argparse.ArgumentParser, *, operator: str) -> None:
     """The HTTP flags `serve` and `proxy` share: limits, Host/Origin, the operator token (`operator`: its endpoints)."""
-    from ._http import ADMIN_TOKEN_ENV, HttpLimits
+    from ._limits import ADMIN_TOKEN_ENV, HttpLimits
 
     d = HttpLimits()
     g = p.add_argument_group(
@@ -318,6 +320,8 @@ def http_settings(args: argparse.Namespace, command: str) -> HttpSettings:
         security = transport_security(args.host, args.allowed_host, args.allowed_origin)
         clients = StaticTokenVerifier.from_file(args.bearer_tokens) if args.bearer_tokens is not None else None
         token = admin_token(args.admin_token_file, os.environ)
+        import anyio
+
         if token is not None and clients is not None and anyio.run(clients.verify_token, token) is not None:
             raise ValueError("the operator token is also a client token in --bearer-tokens: give it one of its own")
     except ValueError as exc:
@@ -431,6 +435,8 @@ def _serve(args: argparse.Namespace) -> int:
         pd.start_watching()
         if pd.metatools is not None:
             # Catalog mode: build the search index (and load cached vectors) now, before the first client asks.
+            import asyncio
+
             warm = asyncio.ensure_future(pd.metatools.index.ready())
             warm.add_done_callback(_report_warm_up)
         if args.transport == "stdio":
@@ -479,6 +485,8 @@ def _serve(args: argparse.Namespace) -> int:
         await web.serve()
 
     with contextlib.suppress(KeyboardInterrupt):
+        import anyio
+
         anyio.run(run)
     return 0
 

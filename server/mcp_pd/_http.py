@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ._auth import StaticTokenVerifier, require_bearer
+from ._limits import ADMIN_TOKEN_ENV, HttpLimits
 
 __all__ = [
     "ADMIN_TOKEN_ENV",
@@ -49,39 +50,10 @@ __all__ = [
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 _INVALID_REQUEST = -32600  # JSON-RPC; the SDK's own HTTP refusals carry it too
 _DRAIN_BYTES = 64 * 1024 * 1024  # read and dropped past the body limit, at most, to answer with 413
-ADMIN_TOKEN_ENV: Final = "MCP_PD_ADMIN_TOKEN"
 _MIN_TOKEN: Final = 16  # as for client tokens (`_auth`): shorter ones are too easy to guess
 # Headers a reverse proxy adds: a request carrying one came from elsewhere, whatever address it arrived from.
 _FORWARDED: Final = (b"forwarded", b"x-forwarded-for", b"x-real-ip")
-
-
-@dataclass(frozen=True)
-class HttpLimits:
-    """How much a Streamable HTTP server lets its clients hold, and for how long.
-
-    `max_sessions` and `session_idle_timeout` are the SDK's (None: no cap / never expire); `request_timeout` bounds
-    the time a client may take to send a request's headers, and again its body (a response, such as an SSE stream,
-    may then last as long as it needs); `keep_alive_timeout` closes a connection idle between requests;
-    `max_header_bytes` is h11's bound on a request head (uvicorn's default).
-    """
-
-    max_sessions: int | None = 1000
-    session_idle_timeout: float | None = 1800.0
-    max_body_bytes: int = 4 * 1024 * 1024
-    request_timeout: float = 30.0
-    keep_alive_timeout: float = 5.0
-    max_header_bytes: int = 16 * 1024
-
-    def __post_init__(self) -> None:
-        for name in ("session_idle_timeout", "request_timeout", "keep_alive_timeout"):
-            value = getattr(self, name)
-            if value is not None and not (0 < value < float("inf")):
-                raise ValueError(f"{name} must be a positive, finite number of seconds, not {value!r}")
-        if self.max_sessions is not None and self.max_sessions < 1:
-            raise ValueError(f"max_sessions must be at least 1 (or None for no cap), not {self.max_sessions!r}")
-        for name in ("max_body_bytes", "max_header_bytes"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)!r}")
+_DEFAULT_LIMITS: Final = HttpLimits()
 
 
 def is_loopback(host: str) -> bool:
@@ -465,7 +437,7 @@ def http_server(
     host: str,
     port: int,
     security: TransportSecuritySettings,
-    limits: HttpLimits = HttpLimits(),
+    limits: HttpLimits = _DEFAULT_LIMITS,
     stateless: bool = False,
     log_level: str = "warning",
     clients: StaticTokenVerifier | None = None,
