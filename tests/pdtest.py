@@ -36,7 +36,14 @@ def serve_params(*args: str) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=["-m", "mcp_pd", "serve", *args], env=env)
 
 
-def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+# How long a server may take to start listening: it is watched the whole time (an early exit fails at once), so this
+# only turns a server that hangs without listening into a clear error before pytest's own 300 s timeout. A busy
+# 2-core machine (load 8 and more) starts a Python server in tens of seconds, never in a fixed 30.
+START_UP: float = 240.0
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = START_UP) -> None:
+    """Return once the process listens on `port` (readiness); RuntimeError at once if it exits first."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:

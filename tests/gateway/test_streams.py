@@ -45,7 +45,7 @@ def http_gateway(log: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[
             [params.command, *params.args, str(port)], env=params.env, stdout=subprocess.DEVNULL, stderr=errlog
         )
     try:
-        _wait_for_port(port, proc, timeout=60)
+        _wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp", proc
     finally:
         stop_process(proc)
