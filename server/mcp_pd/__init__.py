@@ -1,7 +1,7 @@
 """MCP Progressive Disclosure (spec v2.1) for servers built on the official `mcp` SDK.
 
 from mcp_pd import ProgressiveDisclosure
-ProgressiveDisclosure("tool_descriptions").install(server)   # MCPServer or low-level Server
+ProgressiveDisclosure("tool_descriptions").install(server)   # MCPServer, low-level Server or FastMCP 4
 
 Modes: "progressive" (spec v2.1 plus the describe_tools tool, the default), "eager" (full definitions, nothing
 enforced) and "catalog" (search, browse, describe, call); see spec/interpretations.md I-13, I-14 and I-16.
@@ -36,29 +36,13 @@ if TYPE_CHECKING:
 
 __version__ = VERSION
 
-# Each public name's module, imported when the name is first asked for: `import mcp_pd` (and so every `mcp-pd`
-# command, `--help` included) costs no SDK import until something of the library is used. The Redis classes need
-# the optional `redis` package, so they are never imported before they are asked for.
+# Each public name's module (those not named here are `_model`'s), imported when the name is first asked for:
+# `import mcp_pd` (and so every `mcp-pd` command, `--help` included) costs no SDK import until something of the
+# library is used. The Redis classes need the optional `redis` package: never imported before they are asked for.
 _HOMES: dict[str, str] = {
     **dict.fromkeys(("DESCRIBE_TOOL", "EXTENSION_ID", "Mode", "ProgressiveDisclosure"), "_extension"),
     **dict.fromkeys(("GrantStore", "GrantStoreUnavailable", "MemoryGrantStore"), "_grants"),
     **dict.fromkeys(("resource_description", "system_prompt_guidance"), "_guidance"),
-    **dict.fromkeys(
-        (
-            "DEFAULT_RESOURCE_URI",
-            "MINIMAL_INPUT_SCHEMA",
-            "MISSING_TOOL_SELECTION",
-            "RATE_LIMITED",
-            "SESSION_REQUIRED",
-            "TOOL_DESCRIPTION_REQUIRED",
-            "ToolDefinition",
-            "missing_tool_selection",
-            "selection_uri",
-            "tool_description_required",
-            "tool_not_found",
-        ),
-        "_model",
-    ),
     **dict.fromkeys(("Caller", "FetchLimiter", "FetchRateLimiter", "RateLimit", "ToolPermission"), "_policy"),
     **dict.fromkeys(("RedisFetchLimiter", "RedisGrantStore"), "_redis"),
     **dict.fromkeys(("SessionKeyHook", "SessionlessPolicy"), "_sessions"),
@@ -67,7 +51,7 @@ _HOMES: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
+    home = _HOMES.get(name, "_model" if name in __all__ else None)
     if home is None:
         raise AttributeError(f"module 'mcp_pd' has no attribute {name!r}")
     from importlib import import_module

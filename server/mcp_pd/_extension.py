@@ -1,4 +1,4 @@
-"""The SDK glue: installs progressive disclosure on an `MCPServer` or a low-level `Server`.
+"""The SDK glue: installs progressive disclosure on an `MCPServer`, a low-level `Server` or a FastMCP 4 server.
 
 It wraps the server's own request handlers (tools/list, tools/call, resources/*, server/discover)
 rather than answering in middleware, so every result still passes the SDK's validation and gets
@@ -28,6 +28,7 @@ from ._churn import SessionChurn
 from ._describing import Describer
 from ._disclosure import Described, Disclosure
 from ._errors import tool_result
+from ._fastmcp import FastMCPScope, FastMCPServer, fastmcp_of, lowlevel_server
 from ._grants import GrantStore, MemoryGrantStore
 from ._index import CatalogIndex, Semantic
 from ._metatools import META_TOOLS, MetaTools
@@ -49,16 +50,15 @@ DESCRIBE_TOOL: Final = "describe_tools"
 Handler: TypeAlias = Callable[[ServerRequestContext[Any, Any], Any], Awaitable[HandlerResult]]
 
 
-def _lowlevel(server: MCPServer[Any] | Server[Any]) -> Server[Any]:
+def _lowlevel(server: MCPServer[Any] | Server[Any] | FastMCPServer) -> Server[Any]:
     if isinstance(server, Server):
         return server
     if isinstance(server, MCPServer):
-        # MCPServer keeps its low-level Server private; its handlers are what we wrap.
-        inner = getattr(server, "_lowlevel_server", None)
+        inner = getattr(server, "_lowlevel_server", None)  # kept private by MCPServer; its handlers we wrap
         if isinstance(inner, Server):
             return inner
         raise TypeError("this mcp version's MCPServer does not expose its low-level Server; please report it")
-    raise TypeError(f"install() takes an mcp MCPServer or low-level Server, not {type(server).__name__}")
+    return lowlevel_server(server)  # a FastMCP 4 server's, else a TypeError saying what install() takes
 
 
 def _split_page(result: HandlerResult) -> tuple[dict[str, Any], list[Any]]:
@@ -90,7 +90,8 @@ class ProgressiveDisclosure:
     a tool without a file is described from its registered schema. `mode`: "progressive" (spec v2.1, the
     default), "eager" (full definitions listed, nothing enforced: the baseline and the escape hatch) or
     "catalog" (a fixed tools/list of search_tools, browse_tools, describe_tools and call_tool, plus the `pinned`
-    tools; `semantic` picks the search model: "auto", "off" or an Embedder; `vector_cache`: where its vectors are kept
+    tools; `semantic` picks the search model: "auto", "off" or an Embedder, such as
+    `mcp_pd._search.remote.OpenAIEmbedder(url, model)` for a model server; `vector_cache`: where its vectors are kept
     across processes, "default" for the user's cache directory, None for memory only). `describe_tool`: also serve the
     `describe_tools` tool, for hosts whose model cannot read resources (interpretations I-13). `permission`: the
     primary authorization hook. `fetch_rate`: per-session limit on reads (None: unlimited); `rate_limiter` replaces
@@ -222,7 +223,7 @@ class ProgressiveDisclosure:
         return self.disclosure.rate_limiter
 
     # -- installation ------------------------------------------------------------------------------
-    def install(self, server: MCPServer[Any] | Server[Any]) -> Self:
+    def install(self, server: MCPServer[Any] | Server[Any] | FastMCPServer) -> Self:
         """Wrap `server`'s handlers. Returns self, so `pd = ProgressiveDisclosure(...).install(app)`."""
         lowlevel = _lowlevel(server)
         if self._server is not None:
@@ -242,16 +243,16 @@ class ProgressiveDisclosure:
             entry = lowlevel.get_request_handler(method)
             self._original[method] = entry.handler if entry is not None else None
             lowlevel.add_request_handler(method, params_type, wrapper)
-        if isinstance(server, MCPServer):
-            # 2026-07-28 change events travel over MCPServer's subscription bus.
-            self.announcer.bus = getattr(server, "_subscriptions", None)
+        # 2026-07-28 change events travel over MCPServer's subscription bus, else over one of our own.
+        self.announcer.bus = getattr(server, "_subscriptions", None) if isinstance(server, MCPServer) else None
         if self.announcer.bus is None and lowlevel.get_request_handler("subscriptions/listen") is None:
-            bus = InMemorySubscriptionBus()
-            self.announcer.bus = bus
+            self.announcer.bus = bus = InMemorySubscriptionBus()
             lowlevel.add_request_handler(
                 "subscriptions/listen", types.SubscriptionsListenRequestParams, ListenHandler(bus)
             )
-        self.advertiser.install(lowlevel, server)
+        self.advertiser.install(lowlevel, server if isinstance(server, MCPServer) else lowlevel)
+        if (app := fastmcp_of(lowlevel)) is not None:  # what FastMCP shows a caller is all it sees here
+            FastMCPScope(app, lowlevel).install(self._original, self.disclosure)
         return self
 
     # -- the catalog -------------------------------------------------------------------------------

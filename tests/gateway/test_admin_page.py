@@ -90,8 +90,11 @@ def test_operator_page_shows_failure_recovery_and_search(tmp_path: Path, mark: s
 
         broken.touch()
         anyio.run(crash)
-        _until(lambda: _state(browser, "plain") == "failed", "the page to show the upstream failed")
-        assert "failed to start" in _body(browser)  # its last error
+        # Failed first as the crash's own exit, then as the restart that cannot start: wait for the latter.
+        _until(
+            lambda: _state(browser, "plain") == "failed" and "failed to start" in _body(browser),
+            "the page to show the upstream failed to start again",
+        )
         broken.unlink()
         _until(lambda: _state(browser, "plain") == "ready", "the page to show the upstream recovered")
 

@@ -1,0 +1,202 @@
+"""FastMCP 4 servers (PyPI `fastmcp`): the one module that knows FastMCP.
+
+A FastMCP 4 server runs on the `mcp` SDK's low-level `Server` (a subclass FastMCP builds in its constructor) and
+registers its protocol handlers in that server's public handler table, running its own middleware chain inside
+them. So the extension installs on that low-level server as on any other: FastMCP's middleware, providers, mounted
+servers, auth and transports all stay behind the handlers it wraps, and tools added later are found by re-listing.
+FastMCP keeps that server in the private `_mcp_server` (its own in-process client transport reads it the same
+way), read here only, by `lowlevel_server` (which refuses a FastMCP whose layout it does not know) and `fastmcp_of`
+(the way back, for an install on `app._mcp_server` itself).
+
+What FastMCP shows a caller is decided per request: enabled or disabled (tags, `Visibility`), a session's own
+visibility, each tool's `auth`, `AuthMiddleware`. `FastMCPScope` makes that the extension's permission for the
+request: a tool FastMCP would not list to this caller is neither listed, described nor called through us.
+
+fastmcp is imported only once a FastMCP object reaches `install` (it stays an optional dependency).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeGuard, cast
+
+import mcp_types as types
+from mcp.server.context import HandlerResult, ServerRequestContext
+from mcp.server.lowlevel import Server
+
+from ._policy import Caller
+from ._uri import is_descriptions_uri
+
+if TYPE_CHECKING:
+    from fastmcp import FastMCP
+    from fastmcp.server.middleware import CallNext, MiddlewareContext
+    from fastmcp.tools import Tool
+
+    from ._disclosure import Disclosure
+
+__all__ = ["SUPPORTED_MAJOR", "FastMCPScope", "FastMCPServer", "fastmcp_of", "is_fastmcp", "lowlevel_server"]
+
+SUPPORTED_MAJOR: Final = 4
+"""The FastMCP major version whose layout `lowlevel_server` knows (tests/test_fastmcp_install.py pins it)."""
+
+FastMCPServer: TypeAlias = "FastMCP[Any]"
+"""A `fastmcp.FastMCP` server, named without importing fastmcp."""
+Context: TypeAlias = ServerRequestContext[Any, Any]
+Handler: TypeAlias = Callable[[Context, Any], Awaitable[HandlerResult]]
+
+
+def is_fastmcp(server: object) -> TypeGuard[FastMCPServer]:
+    """Whether `server` is a `fastmcp.FastMCP`, without importing fastmcp (no FastMCP exists before it is imported)."""
+    module = sys.modules.get("fastmcp")
+    cls = getattr(module, "FastMCP", None) if module is not None else None
+    return isinstance(cls, type) and isinstance(server, cls)
+
+
+def lowlevel_server(server: object) -> Server[Any]:
+    """The `mcp` low-level `Server` a FastMCP 4 server answers on: its private `_mcp_server`, checked.
+
+    That server holds a reference back to the FastMCP that built it; both are checked, so a FastMCP that moved or
+    replaced it fails here, loudly, rather than being installed on something that is not its wire surface. Anything
+    but a FastMCP is refused with what `install()` takes.
+    """
+    if not is_fastmcp(server):
+        raise TypeError(
+            f"install() takes an mcp MCPServer, a low-level Server or a FastMCP server, not {type(server).__name__}"
+        )
+    version = _version()
+    if version.partition(".")[0] != str(SUPPORTED_MAJOR):
+        raise TypeError(
+            f"mcp-pd installs on FastMCP {SUPPORTED_MAJOR}.x servers; this is fastmcp {version}. "
+            f"Install fastmcp>={SUPPORTED_MAJOR},<{SUPPORTED_MAJOR + 1}, or an mcp-pd release that supports it."
+        )
+    inner = getattr(server, "_mcp_server", None)
+    if not isinstance(inner, Server) or getattr(inner, "fastmcp", None) is not server:
+        raise TypeError(f"fastmcp {version} does not keep its low-level mcp Server where 4.x does; please report it")
+    return inner
+
+
+def fastmcp_of(lowlevel: Server[Any]) -> FastMCPServer | None:
+    """The FastMCP 4 server that built `lowlevel` (`LowLevelServer.fastmcp`), or None: so `install` on a FastMCP's
+    low-level server itself (`app._mcp_server`, as some found it before) scopes it just the same."""
+    try:
+        app = getattr(lowlevel, "fastmcp", None)
+    except RuntimeError:  # its FastMCP is gone: nothing decides visibility any more
+        return None
+    if not is_fastmcp(app) or getattr(app, "_mcp_server", None) is not lowlevel:
+        return None
+    return app if _version().partition(".")[0] == str(SUPPORTED_MAJOR) else None
+
+
+def _version() -> str:
+    return str(getattr(sys.modules.get("fastmcp"), "__version__", "unknown"))
+
+
+class _Sight:
+    """The tool names FastMCP shows the caller of one request. `collecting`: filled by the listing the extension
+    makes in that request (a first tools/list page re-lists), rather than by a listing of its own."""
+
+    __slots__ = ("collecting", "names")
+
+    def __init__(self, names: frozenset[str] | None = None) -> None:
+        self.names: set[str] | frozenset[str] = set() if names is None else names
+        self.collecting = names is None
+
+
+_SIGHT: ContextVar[_Sight | None] = ContextVar("mcp_pd_fastmcp_sight", default=None)
+
+
+class FastMCPScope:
+    """FastMCP's per-request visibility as the extension's permission.
+
+    `install` (once the extension has wrapped the handlers) wraps the extension's tools/list, tools/call and
+    descriptions reads, so each knows what its caller may see before the extension decides anything, and FastMCP's
+    own tools/list as the extension calls it, so a tools/list takes that from the listing it makes anyway.
+    """
+
+    def __init__(self, app: FastMCPServer, lowlevel: Server[Any]) -> None:
+        self.app = app
+        self.lowlevel = lowlevel
+
+    def install(self, originals: MutableMapping[str, Handler | None], disclosure: Disclosure) -> None:
+        """Scope the extension's handlers on the low-level server; `originals`: the server's own handlers as the
+        extension calls them. The disclosure's permission becomes FastMCP's visibility, then its own hook (if any)."""
+        listing = originals["tools/list"]
+        assert listing is not None  # install() refuses a server without one
+        originals["tools/list"] = _recording(listing)
+        for method in ("tools/list", "tools/call", "resources/read"):
+            entry = self.lowlevel.get_request_handler(method)
+            assert entry is not None  # the extension has just installed it
+            scoped = self._scoped(method, entry.handler, disclosure.resource_uri)
+            self.lowlevel.add_request_handler(method, entry.params_type, scoped)
+        permission = disclosure.permission
+
+        def visible(caller: Caller, name: str) -> bool:
+            sight = _SIGHT.get()
+            # No sight: a path that did not ask FastMCP. Hidden, never shown by default.
+            if sight is None or name not in sight.names:
+                return False
+            return permission is None or permission(caller, name)
+
+        disclosure.permission = visible
+
+    def _scoped(self, method: str, handler: Handler, resource_uri: str) -> Handler:
+        async def scoped(ctx: Context, params: Any) -> HandlerResult:
+            if method == "resources/read" and not is_descriptions_uri(params.uri, resource_uri):
+                return await handler(ctx, params)  # FastMCP's own resource: FastMCP decides
+            first_page = method == "tools/list" and params.cursor is None
+            sight = _Sight() if first_page else _Sight(await self.sight(ctx))
+            token = _SIGHT.set(sight)
+            try:
+                return await handler(ctx, params)
+            finally:
+                _SIGHT.reset(token)
+
+        return scoped
+
+    async def sight(self, ctx: Context) -> frozenset[str]:
+        """The names FastMCP lists to this request's caller: enabled, visible to its session, allowed by each tool's
+        `auth` and by the server's `AuthMiddleware`. FastMCP's other middleware is not run: a listing made for us
+        must not count against a rate limit or show in a log as if the client had asked for it."""
+        from fastmcp.server.dependencies import bind_request_context
+        from fastmcp.server.middleware import AuthMiddleware, MiddlewareContext
+
+        with bind_request_context(ctx):
+            tools = await self.app.list_tools(run_middleware=False)
+            for middleware in self.app.middleware:
+                if isinstance(middleware, AuthMiddleware):
+                    # FastMCP's own filter, run as its tools/list runs it (it knows stdio, where it lets all by).
+                    context = MiddlewareContext(
+                        message=types.ListToolsRequest(method="tools/list"), method="tools/list"
+                    )
+                    tools = await middleware.on_list_tools(context, _returning(tools))
+        return frozenset(tool.name for tool in tools)
+
+
+def _recording(handler: Handler) -> Handler:
+    """FastMCP's tools/list handler, noting the names it lists in the current request's collecting sight."""
+
+    async def listed(ctx: Context, params: Any) -> HandlerResult:
+        result = await handler(ctx, params)
+        sight = _SIGHT.get()
+        if sight is not None and sight.collecting and isinstance(sight.names, set):
+            sight.names.update(_names(result))
+        return result
+
+    return listed
+
+
+def _returning(tools: Sequence[Tool]) -> CallNext[types.ListToolsRequest, Sequence[Tool]]:
+    async def call_next(context: MiddlewareContext[types.ListToolsRequest]) -> Sequence[Tool]:
+        return tools
+
+    # mypy does not match a function against CallNext's generic `__call__` (its type variables have defaults).
+    return cast("CallNext[types.ListToolsRequest, Sequence[Tool]]", call_next)
+
+
+def _names(result: HandlerResult) -> list[str]:
+    if isinstance(result, types.ListToolsResult):
+        return [tool.name for tool in result.tools]
+    tools = result.get("tools") if isinstance(result, dict) else None
+    return [t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)] if tools else []
