@@ -1,6 +1,7 @@
 """One test per core conformance check (across protocol eras); FAILURE fails, SKIPPED skips with its reason.
 
-A WARNING (a failed SHOULD) and INFO pass; they appear in the report printed at the end. The optional
+A WARNING (a failed SHOULD) and INFO pass; they appear in the report printed at the end. `test_gate` is skipped,
+saying what, when no call could show a half of the gate (the CLI's "PASS, GATE NOT VERIFIED"). The optional
 profiles (`mcp-pd check --profile`) are not run here.
 """
 
@@ -82,3 +83,10 @@ def test_check(check_id: str, pd_report: Report) -> None:
         pytest.fail("\n".join([*_lines(pd_report, check_id), f"fix: {spec.hint}"]), pytrace=False)
     if all(r.status is Status.SKIPPED for r in results):
         pytest.skip("; ".join(dict.fromkeys(r.message for r in results)))
+
+
+def test_gate(pd_report: Report) -> None:
+    """Calls showed both halves of the gate (spec 5.1); a half that failed fails its own check's test above."""
+    unverified = pd_report.gate_unverified()
+    if unverified:
+        pytest.skip("GATE NOT VERIFIED: " + "; ".join(f"that {p.claim}: {p.reason}" for p in unverified))

@@ -17,9 +17,11 @@ profile is skipped, with its reason, when the server lacks what it checks; witho
 core runs.
 
 Exit codes:
-    0  every MUST check passed (failed SHOULD checks are WARNINGs and do not fail the run)
+    0  every MUST check that ran passed (failed SHOULD checks are WARNINGs and do not fail the run);
+       "PASS, GATE NOT VERIFIED" when no call could show that unfetched calls are refused, or that a
+       fetch authorizes the call (`Report.gate` says which, and why)
     1  one or more MUST checks failed, an --expected-failures entry is STALE (now passes),
-       or --strict and a SHOULD check warned
+       or --strict and a SHOULD check warned or the gate was not verified
     2  usage error
     3  the server could not be started or reached
 
@@ -30,15 +32,35 @@ From Python::
 
 A tool is only ever really invoked when it is named with --call-tool or annotated readOnlyHint=true
 (in tools/list, or in its fetched definition when the listing carries no annotations).
+
+`Target`, `Options`, `run_suite` and `select_checks` are imported on first use: they bring in the `mcp` SDK,
+which `mcp-pd check --help` does not need.
 """
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ._baseline import BaselineError, apply_baseline, load_expected_failures
 from ._cli import EXIT_FAILURE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, main
-from ._model import BaselineOutcome, CheckResult, EraInfo, ProfileRun, Report, Status
-from ._probe import Target
+from ._model import GATE_CLAIMS, BaselineOutcome, CheckResult, EraInfo, GateProof, ProfileRun, Report, Status
 from ._report import render, verdict, write_json
-from ._runner import ERAS, Options, run_suite, select_checks
-from ._spec import CHECKS, PROFILES, REQUIREMENTS, SCENARIOS, SPEC_VERSION, CheckSpec, Requirement, Severity
+from ._spec import CHECKS, ERAS, PROFILES, REQUIREMENTS, SCENARIOS, SPEC_VERSION, CheckSpec, Requirement, Severity
+
+if TYPE_CHECKING:
+    from ._probe import Target
+    from ._runner import Options, run_suite, select_checks
+
+_LAZY = {"Target": "._probe", "Options": "._runner", "run_suite": "._runner", "select_checks": "._runner"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CHECKS",
@@ -47,6 +69,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_UNREACHABLE",
     "EXIT_USAGE",
+    "GATE_CLAIMS",
     "PROFILES",
     "REQUIREMENTS",
     "SCENARIOS",
@@ -56,6 +79,7 @@ __all__ = [
     "CheckResult",
     "CheckSpec",
     "EraInfo",
+    "GateProof",
     "Options",
     "ProfileRun",
     "Report",

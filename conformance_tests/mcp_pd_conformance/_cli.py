@@ -1,4 +1,9 @@
-"""`mcp-pd check`: the command line of the conformance suite."""
+"""`mcp-pd check`: the command line of the conformance suite.
+
+`--help` and usage errors import nothing of the `mcp` SDK (a second or more on a busy machine): the modules that
+talk to servers are imported once the arguments are known. The reported duration is wall-clock time from the
+process's start, so the command's and the server's start-up count.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +13,17 @@ import logging
 import os
 import shlex
 import sys
+import time
 from collections.abc import Sequence
-from typing import Any, TextIO
-
-import anyio
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ._baseline import BaselineError, load_expected_failures, validate_selector
-from ._probe import Target
 from ._report import render, write_json
-from ._runner import ERAS, Era, Options, profile_problem, run_suite
-from ._spec import CHECKS, PROFILES, REQUIREMENTS, SCENARIOS
+from ._spec import CHECKS, ERAS, PROFILES, REQUIREMENTS, SCENARIOS, Era
+
+if TYPE_CHECKING:
+    from ._runner import Options
 
 __all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_UNREACHABLE", "EXIT_USAGE", "main"]
 
@@ -26,13 +32,25 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 
+_IMPORTED = time.monotonic()  # the fallback start of the clock where the process's own start is unknown
+
 EPILOG = """\
 exit codes:
-  0  every MUST check passed (failed SHOULD checks are WARNINGs and do not fail the run)
+  0  every MUST check that ran passed (failed SHOULD checks are WARNINGs and do not fail the run);
+     the verdict is "PASS, GATE NOT VERIFIED" when no call could show a half of the gate (see below)
   1  one or more MUST checks failed, an --expected-failures entry is STALE (now passes),
-     or --strict and a SHOULD check warned
+     or --strict and a SHOULD check warned or the gate was not verified
   2  usage error (bad option, unknown check ID, unreadable expected-failures file)
   3  the server could not be started or reached
+
+the gate (spec 5.1), shown by calls:
+  that unfetched calls are refused with TOOL_DESCRIPTION_REQUIRED, and that a fetch authorizes the call.
+  The suite only really runs --call-tool and tools annotated readOnlyHint: true (the first of them it can
+  call with its description's example, or with {} when its schema requires nothing). Every other tool is
+  called unfetched with arguments its schema rejects: a gated server refuses before anything runs. When no
+  call could show a half of the gate (no read-only tool, say), the verdict reads "PASS, GATE NOT VERIFIED"
+  and says which half: name a tool that is safe to call with --call-tool NAME --args JSON, or add
+  readOnlyHint to the tools that are.
 
 examples:
   mcp-pd check --stdio "python -m mcp_pd serve"
@@ -45,6 +63,25 @@ profiles (optional; without --profile only the core runs):
 EPILOG += "".join(f"  {name:<14} {text}\n" for name, text in PROFILES.items())
 EPILOG += """  A profile is skipped, with its reason, when the server lacks what it checks.
 """
+
+
+def process_start() -> float:
+    """time.monotonic() when this process started (Linux: /proc/self/stat), else when this module was imported."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rpartition(")")[2].split()
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return _IMPORTED
+    # A clock that disagrees (another boot time in a container, say) must not make the figure absurd.
+    return time.monotonic() - age if 0.0 <= age <= 3600.0 else _IMPORTED
+
+
+def _clock_start(argv: Sequence[str] | None) -> float:
+    """Where the reported duration starts: the process's start when the process was launched for this command
+    (its command line ends with `argv`), else now (main() called from a longer-lived program)."""
+    if argv is None or (argv and list(argv) == sys.argv[len(sys.argv) - len(argv) :]):
+        return process_start()
+    return time.monotonic()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -91,7 +128,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAMES",
         help=f"also run these optional profiles (repeatable or comma-separated): {', '.join(PROFILES)}",
     )
-    p.add_argument("--strict", action="store_true", help="WARNINGs fail the run too (exit 1)")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="WARNINGs fail the run too (exit 1), and so does a gate the suite could not verify",
+    )
     p.add_argument(
         "--grant-hold",
         type=float,
@@ -155,7 +196,10 @@ class _Progress:
             self.stream.flush()
 
 
-def _options(args: argparse.Namespace) -> Options:
+def _options(args: argparse.Namespace, started: float) -> Options:
+    from ._probe import Target  # the SDK: only once the arguments are known
+    from ._runner import Options, profile_problem
+
     if args.stdio is None and args.url is None:
         raise _UsageError("mcp-pd check: give the server with --stdio COMMAND or --url URL")
     if args.timeout <= 0:
@@ -212,18 +256,20 @@ def _options(args: argparse.Namespace) -> Options:
         grant_hold=args.grant_hold,
         profiles=profiles,
         allow_side_effects=args.allow_side_effects,
+        started=started,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `mcp-pd check` with `argv` (default: sys.argv[1:]); returns the exit code."""
+    started = _clock_start(argv)
     parser = _parser()
     try:
         args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
         if args.list_checks:
             sys.stdout.write(_list_checks())
             return EXIT_OK
-        options = _options(args)
+        options = _options(args, started)
     except _UsageError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
@@ -233,6 +279,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.verbose:
         logging.getLogger("mcp").setLevel(logging.CRITICAL)
         logging.getLogger("httpx2").setLevel(logging.CRITICAL)
+    import anyio
+
+    from ._runner import run_suite
+
     progress = _Progress(sys.stderr, enabled=not args.quiet)
     try:
         report = anyio.run(run_suite, options, progress)

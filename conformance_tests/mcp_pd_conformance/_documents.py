@@ -30,6 +30,7 @@ __all__ = [
     "classify_call",
     "error_document",
     "example_arguments",
+    "first_example",
     "read_body",
     "same_selection_uri",
     "schema_detail",
@@ -176,8 +177,8 @@ def schema_detail(schema: Any) -> str | None:
     return None
 
 
-def example_arguments(definition: dict[str, Any]) -> dict[str, Any] | None:
-    """Arguments of the first example of a full description, or {} when the schema requires nothing."""
+def first_example(definition: dict[str, Any]) -> dict[str, Any] | None:
+    """Arguments of the first example of a full description (None: it has none)."""
     examples = definition.get("examples")
     if isinstance(examples, list):
         for example in examples:
@@ -185,6 +186,14 @@ def example_arguments(definition: dict[str, Any]) -> dict[str, Any] | None:
                 for key in ("input", "arguments", "args", "params", "parameters"):
                     if isinstance(example.get(key), dict):
                         return dict(example[key])
+    return None
+
+
+def example_arguments(definition: dict[str, Any]) -> dict[str, Any] | None:
+    """Arguments of the first example of a full description, or {} when the schema requires nothing."""
+    example = first_example(definition)
+    if example is not None:
+        return example
     schema = definition.get("inputSchema")
     if isinstance(schema, dict) and not schema.get("required"):
         return {}

@@ -60,9 +60,35 @@ def verdict(report: Report) -> str:
     if report.baseline is not None and report.baseline.stale:
         return f"VERDICT: FAIL (exit {code}): stale expected failures (now passing): {', '.join(report.baseline.stale)}"
     warnings = sum(1 for r in report.results if r.status is Status.WARNING)
+    unverified = [p.claim for p in report.gate_unverified()]
     if code == 1 and report.strict:
-        return f"VERDICT: FAIL (exit 1): --strict and {len(report.warnings())} WARNING(s)"
-    return f"VERDICT: PASS (exit 0): every MUST check passed ({warnings} SHOULD warning(s))"
+        why = [f"{len(report.warnings())} WARNING(s)"] if report.warnings() else []
+        why += [f"the gate not verified (that {' / that '.join(unverified)})"] if unverified else []
+        return f"VERDICT: FAIL (exit 1): --strict and {' and '.join(why)}"
+    if unverified:
+        return (
+            f"VERDICT: PASS, GATE NOT VERIFIED (exit 0): every MUST check that ran passed ({warnings} SHOULD "
+            f"warning(s)), but no call showed that {' or that '.join(unverified)} (see Gate); --strict fails this run"
+        )
+    left_out = [p.claim for p in report.gate if p.state == "not selected"]
+    unchecked = f"; not checked (--only/--skip): that {' / that '.join(left_out)}" if left_out else ""
+    return f"VERDICT: PASS (exit 0): every MUST check passed ({warnings} SHOULD warning(s)){unchecked}"
+
+
+_GATE_COLORS = {"verified": Status.SUCCESS, "failed": Status.FAILURE, "not verified": Status.WARNING}
+
+
+def _gate(report: Report, color: bool, verbosity: int) -> list[str]:
+    """What the calls showed of the gate: each half, with the check that showed it or why nothing did."""
+    proofs = [p for p in report.gate if p.state != "not selected"]
+    if report.fatal is not None or not proofs or (verbosity < 1 and all(p.state == "verified" for p in proofs)):
+        return []
+    out = ["", _paint("Gate (spec 5.1): what the calls showed", "1", color)]
+    for proof in proofs:
+        label = _paint(f"{proof.state.upper():<12}", _COLORS[_GATE_COLORS[proof.state]], color)
+        shown = f" (by {proof.check})" if proof.state == "verified" else f": {proof.reason}"
+        out.append(f"  {label} {proof.claim}{shown}")
+    return out
 
 
 def _sections(results: list[CheckResult], color: bool, verbosity: int) -> list[str]:
@@ -130,6 +156,7 @@ def render(report: Report, *, color: bool = False, verbosity: int = 1) -> str:
         label = _paint(f"{'SKIPPED':<8}", _COLORS[Status.SKIPPED], color)
         out.append(f"  {label} {reasons[reason]} checks: {reason}")
     out += _profiles(report, color, verbosity)
+    out += _gate(report, color, verbosity)
     counts = report.counts()
     expected = sum(1 for r in report.results if r.expected_failure)
     out.append("")
@@ -137,7 +164,7 @@ def render(report: Report, *, color: bool = False, verbosity: int = 1) -> str:
     out.append(
         f"Summary: {len(report.results)} checks: {summary}"
         + (f" ({expected} expected failure(s))" if expected else "")
-        + f" in {report.duration_s:.1f} s"
+        + f" in {report.duration_s:.1f} s of wall clock"
     )
     if report.baseline is not None:
         if report.baseline.expected:
@@ -151,7 +178,8 @@ def render(report: Report, *, color: bool = False, verbosity: int = 1) -> str:
         if report.baseline.unused:
             out.append("Baseline entries matching no check that ran: " + ", ".join(report.baseline.unused))
     line = verdict(report)
-    out.append(_paint(line, _COLORS[Status.SUCCESS if report.exit_code == 0 else Status.FAILURE], color))
+    shade = Status.FAILURE if report.exit_code else Status.WARNING if report.gate_unverified() else Status.SUCCESS
+    out.append(_paint(line, _COLORS[shade], color))
     return "\n".join(out) + "\n"
 
 

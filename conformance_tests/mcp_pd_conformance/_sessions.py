@@ -25,7 +25,7 @@ from ._documents import (
     base_uri,
     classify_call,
     example_arguments,
-    read_body,
+    first_example,
     same_selection_uri,
 )
 from ._model import EraInfo
@@ -96,24 +96,73 @@ def pick_probe(disc: Discovery, call_tool: str | None, call_args: dict[str, Any]
         )
 
 
+def _read_only_names(disc: Discovery) -> list[str]:
+    """Every read-only tool, in listing order: annotated in tools/list, or in its fetched definition when the
+    listing gives it no annotations."""
+    names = []
+    for tool in disc.callable_tools:
+        listed = tool.get("annotations")
+        if _read_only(listed if isinstance(listed, dict) else disc.hints.get(tool["name"])):
+            names.append(tool["name"])
+    return names
+
+
+def _hint_source(disc: Discovery, name: str) -> str:
+    listed = next((t.get("annotations") for t in disc.callable_tools if t["name"] == name), None)
+    return "readOnlyHint=true" if isinstance(listed, dict) else "readOnlyHint=true in its fetched definition"
+
+
 async def learn_arguments(peer: Peer, disc: Discovery, call_args: dict[str, Any] | None) -> None:
-    """Arguments for the real calls: --args, else the first example of the fetched description."""
+    """The tool the suite really calls after a fetch, and its arguments (`disc.safe`, else `disc.safe_reason`).
+
+    --call-tool with --args as given; --call-tool alone with its first example, or {} when it requires nothing.
+    Otherwise every read-only tool is a candidate, not only the one probed unfetched: the probe first (its
+    refusal and its authorization are then shown on one tool), then the tools whose description has an example
+    (called with the first), then those whose schema requires nothing (called with {}). A tool that requires
+    arguments and shows no example is never called with guessed ones.
+    """
     if disc.probe is None or disc.base is None:
         return
     if call_args is not None:
         disc.safe = SafeTool(disc.probe, call_args, "--call-tool with --args")
         return
-    entry = disc.entries.get(disc.probe)
-    if entry is None:
-        entry = (read_body(await peer.read(selection_uri(disc.base, disc.probe))).mapping or {}).get(disc.probe)
-    arguments = example_arguments(entry) if isinstance(entry, dict) else None
-    if arguments is None:
+    named = disc.probe_source == "--call-tool"
+    candidates = [disc.probe] if named else list(dict.fromkeys([disc.probe, *_read_only_names(disc)]))
+    unread = [name for name in candidates if name not in disc.entries]
+    if unread:
+        await learn_definitions(peer, disc, names=unread)
+    choices: list[tuple[int, int, SafeTool]] = []
+    for position, name in enumerate(candidates):
+        entry = disc.entries.get(name)
+        if not isinstance(entry, dict):
+            continue
+        source = "--call-tool" if named else _hint_source(disc, name)
+        example = first_example(entry)
+        if example is not None:
+            choice = SafeTool(name, example, f"{source}, arguments from its first example")
+        elif example_arguments(entry) is not None:
+            choice = SafeTool(name, {}, f"{source}, called with {{}}: its schema requires nothing")
+        else:
+            continue
+        rank = 0 if name == disc.probe else 1 if example is not None else 2
+        choices.append((rank, position, choice))
+    if choices:
+        disc.safe = min(choices, key=lambda c: (c[0], c[1]))[2]
+        return
+    if named:
         disc.safe_reason = (
-            f"{disc.probe}'s description has no example and it requires arguments, so it is only probed "
-            "unfetched; pass --call-tool NAME --args JSON to test calls after a fetch"
+            f"--call-tool {disc.probe} without --args: its description has no example and it requires arguments, "
+            "so it is only probed unfetched; pass --args JSON to test calls after a fetch"
         )
         return
-    disc.safe = SafeTool(disc.probe, arguments, f"{disc.probe_source}, arguments from its first example")
+    tried = ", ".join(candidates[:6]) + (f" and {len(candidates) - 6} more" if len(candidates) > 6 else "")
+    unread_now = [name for name in candidates if name not in disc.entries]
+    disc.safe_reason = (
+        f"no read-only tool can be called without guessing its arguments ({tried}: each requires arguments and "
+        "its description has no example"
+        + (f"; {len(unread_now)} definitions could not be read" if unread_now else "")
+        + "), so they are only probed unfetched; pass --call-tool NAME --args JSON to test calls after a fetch"
+    )
 
 
 # -- per era ------------------------------------------------------------------------------------------

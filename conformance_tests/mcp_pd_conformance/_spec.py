@@ -13,12 +13,13 @@ from enum import StrEnum
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 __all__ = [
     "CHECKS",
     "CHECKS_BY_ID",
     "CORE_CHECKS",
+    "ERAS",
     "PER_ERA_SCENARIOS",
     "PROFILES",
     "REQUIREMENTS",
@@ -26,11 +27,15 @@ __all__ = [
     "SECTION_TITLES",
     "SPEC_VERSION",
     "CheckSpec",
+    "Era",
     "Requirement",
     "Severity",
 ]
 
 SPEC_VERSION: Final = "2.1"
+# The protocol eras the session scenarios run in: the initialize handshake (2025-11-25), and the SDK's default client.
+Era = Literal["legacy", "2026-07-28"]
+ERAS: Final[tuple[Era, ...]] = ("legacy", "2026-07-28")
 
 
 @dataclass(frozen=True)

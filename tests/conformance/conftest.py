@@ -198,6 +198,33 @@ def stdio_reports(call_logs: Path) -> dict[str, Report]:
     return run_many(jobs, limit=4)
 
 
+# Issue 32: servers the suite cannot run a tool of, or whose first read-only tool needs arguments. Checked apart from
+# the controls above (that fixture already takes minutes on a busy machine), in whole runs of the legacy era, but
+# for the lax control: only the grants scenario sends its probes.
+VERDICT_CONTROLS = {
+    "no-read-only": (),
+    "never-refuses": (),
+    "first-needs-arguments": (),
+    "never-refuses-lax": ("authorization", "isolation", "session-end", "sessionless"),
+}
+
+
+@pytest.fixture(scope="session")
+def verdict_reports(call_logs: Path) -> dict[str, Report]:
+    """Each VERDICT_CONTROLS server over stdio; its call log is `verdict-DEFECT.jsonl` in `call_logs`."""
+    jobs = {
+        defect: _job(
+            Options(
+                Target(stdio=control_argv(defect, "--call-log", str(call_logs / f"verdict-{defect}.jsonl"))),
+                eras=("legacy",),
+                skip=skip,
+            )
+        )
+        for defect, skip in VERDICT_CONTROLS.items()
+    }
+    return run_many(jobs, limit=4)
+
+
 @pytest.fixture(scope="session")
 def http_reports(call_logs: Path) -> dict[str, Report]:
     """A few controls and the reference server over Streamable HTTP, in both eras."""

@@ -94,6 +94,15 @@ DEFECTS = {
     "(violates SHOULD PD-6.3-01)",
     "closed-listing-schema": 'tools/list gives every tool {"type": "object", "additionalProperties": false}: '
     "no arguments at all (violates PD-3.1-05)",
+    # Issue 32: a gate the suite cannot run a tool to show.
+    "no-read-only": "a correct gate, but no tool is annotated readOnlyHint=true (allowed; the suite cannot call a "
+    "tool to show that a fetch authorizes it: PASS, GATE NOT VERIFIED)",
+    "never-refuses": "no gate and no read-only tool; the tools validate their arguments, as SDK tools do "
+    "(violates PD-5.1-02)",
+    "never-refuses-lax": "no gate, no read-only tool, and tools that run whatever their arguments "
+    "(violates PD-5.1-02; the suite may run one probe, never more)",
+    "first-needs-arguments": "a correct server whose read-only tools have no examples: the first requires "
+    "arguments, list_notes requires none (allowed; the suite calls list_notes with {})",
     # Profile tool-fallback (I-13): `good` with a describe tool.
     "describe-good": "good, plus a correct describe_tools tool",
     "describe-gated": "describe_tools is an ordinary tool to this server: listed minimal, gated, never named in "
@@ -232,7 +241,16 @@ def _listed_description(defect: str, name: str) -> str:
     return SUMMARY[name]
 
 
-VALIDATING = frozenset({"lost-required", "gates-read-only-only"})
+VALIDATING = frozenset({"lost-required", "gates-read-only-only", "never-refuses"})
+UNGATED = frozenset({"ungated", "plain", "never-refuses", "never-refuses-lax"})
+NO_READ_ONLY = frozenset({"no-read-only", "never-refuses", "never-refuses-lax"})
+
+
+def _annotations(defect: str, name: str) -> dict[str, Any]:
+    """A tool's annotations; without a read-only tool, every tool but wipe_notes is marked not destructive."""
+    if defect in NO_READ_ONLY:
+        return {"readOnlyHint": False, "destructiveHint": name == "wipe_notes"}
+    return dict(FULL[name]["annotations"])
 
 
 def _listed_schema(defect: str) -> dict[str, Any]:
@@ -241,6 +259,9 @@ def _listed_schema(defect: str) -> dict[str, Any]:
 
 def _served(defect: str, name: str) -> dict[str, Any]:
     full = copy.deepcopy(FULL[name])
+    full["annotations"] = _annotations(defect, name)
+    if defect == "first-needs-arguments" and full["annotations"].get("readOnlyHint"):
+        del full["examples"]
     if defect == "lost-required":
         full["inputSchema"].pop("required", None)
     if defect == "invalid-example" and name == "add":
@@ -460,7 +481,7 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
                     input_schema=full["inputSchema"] if extended else _listed_schema(defect),
                     annotations=None
                     if defect in ("bare-listing", "bare-global-grants")
-                    else types.ToolAnnotations.model_validate(full["annotations"]),
+                    else types.ToolAnnotations.model_validate(_annotations(defect, name)),
                     meta={"docs": {"parameters": full["inputSchema"]["properties"], "example": full["examples"]}}
                     if hidden
                     else None,
@@ -475,7 +496,7 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
 
     def refusal(key: str | None, name: str) -> types.CallToolResult | None:
         """The gate: None when `name` may run in this session."""
-        gated = defect not in ("ungated", "plain") and not (defect == "gates-first-only" and name != next(iter(FULL)))
+        gated = defect not in UNGATED and not (defect == "gates-first-only" and name != next(iter(FULL)))
         if defect == "gates-read-only-only" and not FULL[name]["annotations"].get("readOnlyHint"):
             gated = False
         if not gated:

@@ -39,8 +39,11 @@ def check(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str
 def test_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = check(capsys, "--help")
     assert code == 0
-    for line in ("0  every MUST check passed", "1  one or more MUST checks failed", "2  usage error", "3  the server"):
+    for line in ("0  every MUST check that ran passed", "1  one or more MUST", "2  usage error", "3  the server"):
         assert line in out
+    # What a run that could not show the gate reads as, and that --strict fails it.
+    assert '"PASS, GATE NOT VERIFIED"' in out
+    assert "--strict and a SHOULD check warned or the gate was not verified" in out
 
 
 def test_list_checks(capsys: pytest.CaptureFixture[str]) -> None:

@@ -224,6 +224,7 @@ def test_good_control_passes_every_check(stdio_reports: dict[str, Report]) -> No
     assert Status.FAILURE not in statuses.values() and Status.WARNING not in statuses.values(), render(report)
     skipped = {k for k, s in statuses.items() if s is Status.SKIPPED}
     assert skipped == {f"sessionless/{c}" for c in ("negotiated-version", "unfetched-call-refused", "fetch-then-call")}
+    assert report.verdict == "PASS" and {p.state for p in report.gate} == {"verified"}, render(report)
 
 
 def test_suite_never_invokes_a_destructive_tool(stdio_reports: dict[str, Report], call_logs: Path) -> None:
