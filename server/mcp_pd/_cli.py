@@ -114,12 +114,51 @@ def _cache_flags(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="catalog mode: keep search vectors in memory only (embed per process)",
     )
+    from ._search.remote import add_flags
+
+    add_flags(p)  # --embeddings-url/-model/-key-env/-timeout: a deployment's model server
 
 
 def _vector_cache(args: argparse.Namespace, command: str) -> Path | str | None:
     if args.no_cache and args.cache is not None:
         raise SystemExit(f"mcp-pd {command}: --cache and --no-cache contradict each other")
     return None if args.no_cache else (args.cache or "default")
+
+
+def _lint_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "lint",
+        help="check a definitions directory: every file's problems, with its path",
+        description="Read every <tool>.json under DIR as a server would and print each problem with its file's path "
+        "(broken JSON, invalid schemas, examples the schema rejects, a file named for another tool, two files for "
+        "one tool). A file with a description and an inputSchema defines a tool whole; one without them is an "
+        "overlay that adds examples, guidance, a better description or annotations to the tool the server "
+        "registers under that name. Exit status 1 when there is a problem.",
+    )
+    p.add_argument("descriptions", type=Path, metavar="DIR", help="directory of <tool>.json definitions")
+
+
+def _lint(args: argparse.Namespace) -> int:
+    from ._model import example_problems
+    from ._store import DescriptionStore
+
+    logging.getLogger("mcp_pd").setLevel(logging.ERROR)  # each problem is printed once, below, not logged too
+    store = DescriptionStore(args.descriptions)
+    problems = [str(problem) for problem in store.problems]
+    for name in sorted(store.names()):
+        definition = store.get(name)
+        if definition is not None and not store.is_overlay(name):  # an overlay's examples meet the server's schema
+            path = store.directory / f"{name}.json" if store.directory else name
+            problems += [f"{path}: example {i + 1}: {why}" for i, why in example_problems(definition).items()]
+    overlays = sum(store.is_overlay(name) for name in store.names())
+    for line in problems:
+        print(line)
+    print(
+        f"mcp-pd lint: {len(store)} definition(s) in {args.descriptions}: {len(store) - overlays} whole, {overlays} "
+        f"overlay(s) (each adds to the tool the server registers under its name); {len(problems)} problem(s)",
+        file=sys.stderr,
+    )
+    return 1 if problems else 0
 
 
 def _index_parser(sub: Any) -> None:
@@ -141,7 +180,12 @@ def _index(args: argparse.Namespace) -> int:
         raise SystemExit("mcp-pd index: --no-cache leaves nothing to do (index writes the vector cache)")
     if not args.descriptions.is_dir():
         raise SystemExit(f"mcp-pd index: {args.descriptions} is not a directory")
-    _, pd = serve_simulation(args.descriptions, mode="catalog", watch=False, vector_cache=_vector_cache(args, "index"))
+    from ._search.remote import from_flags
+
+    semantic = from_flags(args, "index") or "auto"
+    _, pd = serve_simulation(
+        args.descriptions, mode="catalog", watch=False, vector_cache=_vector_cache(args, "index"), semantic=semantic
+    )
     assert pd.metatools is not None  # catalog mode
     index = pd.metatools.index
     try:
@@ -344,7 +388,12 @@ def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
     }
     if args.mode == "catalog":
         options["pinned"] = args.pin
-        options["semantic"] = "off" if args.lexical else "auto"
+        from ._search.remote import from_flags
+
+        endpoint = from_flags(args, "serve")
+        if endpoint is not None and args.lexical:
+            raise SystemExit("mcp-pd serve: --lexical and --embeddings-url contradict each other")
+        options["semantic"] = "off" if args.lexical else (endpoint or "auto")
         options["vector_cache"] = _vector_cache(args, "serve")
     elif args.cache is not None or args.no_cache:
         raise SystemExit("mcp-pd serve: --cache and --no-cache apply to --mode catalog only")
@@ -511,14 +560,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in ("proxy", "export"):
         return _delegate("mcp_pd.gateway", argv)
     parser = argparse.ArgumentParser(prog="mcp-pd", description="MCP Progressive Disclosure (spec v2.1) toolkit")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{serve,check,demo,proxy,export,index}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{serve,check,demo,proxy,export,index,lint}")
     _serve_parser(sub)
     _index_parser(sub)
+    _lint_parser(sub)
     sub.add_parser("check", help="run the conformance suite against a server (mcp-pd check --help)")
     sub.add_parser("demo", help="run the reference agent demo (mcp-pd demo --help)")
     sub.add_parser("proxy", help="serve existing MCP servers through the gateway (mcp-pd proxy --help)")
     sub.add_parser("export", help="write the definitions of existing MCP servers to files (mcp-pd export --help)")
     args = parser.parse_args(argv)
+    if args.command == "lint":
+        return _lint(args)
     if args.command == "index":
         logging.basicConfig(stream=sys.stderr, level="WARNING", format="%(levelname)s %(name)s: %(message)s")
         return _index(args)

@@ -97,8 +97,16 @@ def _reason(exc: BaseException) -> str:
     return str(exc)
 
 
-def _read_definition(path: Path) -> ToolDefinition:
-    """Parse and fully validate one file; raises ValueError with a reason fit for a log line."""
+# What a file must hold to define a tool by itself. A file without them is an overlay: it adds to (or overrides
+# fields of) the tool the server registers under its name, which supplies the rest.
+WHOLE: Final = frozenset({"description", "inputSchema"})
+# Stands in for what an overlay leaves to the registered tool until the catalog merges the two: never served.
+_FROM_SERVER: Final = {"description": "(from the registered tool)", "inputSchema": {"type": "object"}}
+
+
+def _read_definition(path: Path) -> tuple[ToolDefinition, frozenset[str]]:
+    """Parse and fully validate one file: its definition and the fields it gave (an overlay lacks `WHOLE`'s; its
+    `name` may be left to the file's name). Raises ValueError with a reason fit for a log line."""
     try:
         data = json.loads(_read_regular(path))
     except OSError as exc:
@@ -113,6 +121,8 @@ def _read_definition(path: Path) -> ToolDefinition:
             f"not a tool definition: the file holds {kind}, and a definition is one JSON object (name, description, "
             "inputSchema); not served (move other JSON files out of the definitions folder to silence this)"
         )
+    given = frozenset(data)
+    data = {"name": path.stem, **{k: v for k, v in _FROM_SERVER.items() if k not in given}, **data}
     try:
         definition = ToolDefinition.model_validate(data)
     except ValidationError as exc:
@@ -121,7 +131,7 @@ def _read_definition(path: Path) -> ToolDefinition:
         raise ValueError("not a valid tool definition: nested too deeply") from None
     if definition.name != path.stem:
         raise ValueError(f"the file is named {path.name!r} but defines tool {definition.name!r}; they must match")
-    return definition
+    return definition, given
 
 
 class DescriptionStore:
@@ -134,9 +144,11 @@ class DescriptionStore:
     def __init__(self, directory: str | os.PathLike[str] | None = None) -> None:
         self.directory = Path(directory) if directory is not None else None
         self._definitions: dict[str, ToolDefinition] = {}
+        self._given: dict[str, frozenset[str]] = {}  # the fields each file gave (an overlay lacks some of `WHOLE`)
         # The one file that defines each tool (its category folder, if any, is the tool's category).
         self._owners: dict[str, Path] = {}
         self._problems: dict[str, Problem] = {}
+        self._broken: set[str] = set()  # files whose problem is their own content (cleared once they read well)
         self._listeners: list[ChangeListener] = []
         self.generation = 0
         if self.directory is not None:
@@ -148,6 +160,14 @@ class DescriptionStore:
 
     def names(self) -> frozenset[str]:
         return frozenset(self._definitions)
+
+    def given(self, name: str) -> frozenset[str]:
+        """The fields `name`'s file gave (empty when there is no file)."""
+        return self._given.get(name, frozenset())
+
+    def is_overlay(self, name: str) -> bool:
+        """Whether `name`'s file only adds to a registered tool (it lacks a description or an inputSchema)."""
+        return name in self._definitions and not self.given(name) >= WHOLE
 
     @property
     def problems(self) -> list[Problem]:
@@ -229,6 +249,7 @@ class DescriptionStore:
             if not os.path.lexists(path):
                 self._problems.pop(str(path), None)
                 self._owners.pop(name, None)
+                self._given.pop(name, None)
                 if self._definitions.pop(name, None) is not None:
                     logger.info("definition removed: %s", path)
                     changed.add(name)
@@ -236,17 +257,22 @@ class DescriptionStore:
                 pending += [p for p in self._same_named(name) if p != path and p not in pending]
                 continue
             try:
-                definition = _read_definition(path)
+                definition, given = _read_definition(path)
             except Exception as exc:  # any file, however broken, costs only itself
                 kept = " (keeping the last good version)" if name in self._definitions else ""
                 reason = str(exc) if isinstance(exc, ValueError) else f"unexpected error: {type(exc).__name__}: {exc}"
                 self._set_problem(Problem(str(path), f"{reason}{kept}"))
+                self._broken.add(str(path))
                 self._owners.setdefault(name, path)
                 continue
-            self._problems.pop(str(path), None)
+            fresh = self._definitions.get(name) != definition or self._given.get(name) != given
+            if fresh or str(path) in self._broken:  # what was said of an unchanged file (`report`) still holds
+                self._problems.pop(str(path), None)
+                self._broken.discard(str(path))
             self._owners[name] = path
-            if self._definitions.get(name) != definition:
+            if fresh:
                 self._definitions[name] = definition
+                self._given[name] = given
                 changed.add(name)
         if changed:
             self.generation += 1
@@ -497,12 +523,19 @@ class Catalog:
 
     def _report_orphans(self) -> None:
         for name in self.orphans():
-            if name not in self._reported:
-                self._reported.add(name)
-                logger.warning(
-                    "%s.json describes a tool this server does not have; it is not listed or served",
-                    self.store.directory / name if self.store.directory else name,
+            path = self.store.directory / name if self.store.directory else name
+            if self.store.is_overlay(name):  # said every time (a problem is logged once while it stays the same)
+                missing = ", ".join(sorted(WHOLE - self.store.given(name)))
+                self.store.report(
+                    Problem(
+                        f"{path}.json",
+                        f"adds to a tool named {name!r}, which this server does not register; a file for a tool "
+                        f"the server does not have must define it whole (it lacks {missing}); not served",
+                    )
                 )
+            elif name not in self._reported:
+                self._reported.add(name)
+                logger.warning("%s.json describes a tool this server does not have; it is not listed or served", path)
 
     def _merge(self, tool: Mapping[str, Any]) -> ToolDefinition:
         """The code tool enriched by its file; the registered schema wins when the file's disagrees."""
@@ -527,7 +560,14 @@ class Catalog:
                 }
             )
         updates: dict[str, Any] = {}
-        if not _same_parameters(file_def.input_schema, schema):
+        given = self.store.given(name)
+        if "description" not in given:  # an overlay: the registered tool's own text, as with no file
+            updates["description"] = code_description or f"The {name} tool."
+            if "minimal_description" not in given and code_description:
+                updates["minimal_description"] = first_sentence(code_description)
+        if "inputSchema" not in given:
+            updates["input_schema"] = schema
+        elif not _same_parameters(file_def.input_schema, schema):
             logger.warning(
                 "%s.json: its inputSchema parameters differ from the registered tool's; serving the registered schema",
                 self.store.directory / name if self.store.directory else name,

@@ -54,8 +54,8 @@ class SimulatedListing:
         tools = []
         for tool_name in sorted(self.store.names()):
             definition = self.store.get(tool_name)
-            if definition is None:
-                continue
+            if definition is None or self.store.is_overlay(tool_name):
+                continue  # an overlay adds to a registered tool: here nothing is registered (the catalog says so)
             tools.append(
                 types.Tool(
                     name=definition.name,

@@ -1,0 +1,104 @@
+"""Overlay files (issue 32): a definition file for a tool the server registers may hold only what it adds
+(examples, error guidance, a better description, annotations); the registered tool supplies the rest. Only a file
+for a tool the server does not have needs the whole shape, and `mcp-pd lint DIR` says what is wrong, file by file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from mcp_pd import ProgressiveDisclosure, selection_uri
+
+pytestmark = pytest.mark.anyio
+
+
+def _app(directory: Path) -> tuple[MCPServer, ProgressiveDisclosure]:
+    app = MCPServer("notes")
+
+    @app.tool()
+    def add_note(text: str) -> str:
+        """Add a note. Returns its id."""
+        return "note-1"
+
+    return app, ProgressiveDisclosure(str(directory)).install(app)
+
+
+async def _read(client: Client, name: str) -> dict[str, Any]:
+    read = await client.read_resource(selection_uri([name]))
+    document: dict[str, Any] = json.loads(read.contents[0].text)  # type: ignore[union-attr]
+    return document[name]
+
+
+@pytest.mark.req("PDX-OVERLAY-01")
+async def test_an_overlay_with_only_name_and_examples_reaches_the_resource_read(tmp_path: Path) -> None:
+    example = {"description": "Remember the milk", "arguments": {"text": "buy milk"}}
+    (tmp_path / "add_note.json").write_text(json.dumps({"name": "add_note", "examples": [example]}))
+    app, pd = _app(tmp_path)
+    async with Client(app, mode="legacy", cache=None) as client:
+        listed = {t.name: t.description for t in (await client.list_tools()).tools}
+        assert listed["add_note"] == "Add a note."  # the registered tool's own words
+        served = await _read(client, "add_note")
+    assert served["examples"] == [example]
+    assert served["description"] == "Add a note. Returns its id."
+    assert served["inputSchema"]["required"] == ["text"]  # the registered schema, never a placeholder
+    assert not pd.store.problems
+
+
+@pytest.mark.req("PDX-OVERLAY-01")
+async def test_an_overlay_may_replace_the_description_and_add_guidance(tmp_path: Path) -> None:
+    overlay = {"description": "Add a note to today's list. Returns the note's id.", "error_guidance": "Retry once."}
+    (tmp_path / "add_note.json").write_text(json.dumps(overlay))  # no name: the file's name says it
+    app, _ = _app(tmp_path)
+    async with Client(app, mode="legacy", cache=None) as client:
+        served = await _read(client, "add_note")
+        assert (await client.list_tools()).tools  # and it is listed by the new description's first sentence
+    assert served["description"] == overlay["description"] and served["error_guidance"] == "Retry once."
+    assert served["inputSchema"]["properties"]["text"]["type"] == "string"
+
+
+@pytest.mark.req("PDX-OVERLAY-01")
+async def test_an_overlay_for_a_tool_the_server_does_not_have_is_reported_with_its_path(tmp_path: Path) -> None:
+    (tmp_path / "ghost.json").write_text(json.dumps({"examples": []}))
+    app, pd = _app(tmp_path)
+    async with Client(app, mode="legacy", cache=None) as client:
+        assert "ghost" not in {t.name for t in (await client.list_tools()).tools}
+    (problem,) = pd.store.problems
+    assert problem.source == f"{tmp_path / 'ghost.json'}" and "must define it whole" in problem.reason
+    assert "description, inputSchema" in problem.reason
+
+
+@pytest.mark.req("PDX-OVERLAY-01")
+def test_lint_reports_every_files_problems_with_its_path(tmp_path: Path) -> None:
+    (tmp_path / "add_note.json").write_text(json.dumps({"examples": [{"arguments": {"text": "x"}}]}))  # an overlay
+    (tmp_path / "broken.json").write_text("{not json")
+    whole = {
+        "name": "find",
+        "description": "Find notes.",
+        "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
+        "examples": [{"arguments": {"q": 3}}],
+    }
+    (tmp_path / "find.json").write_text(json.dumps(whole))
+    (tmp_path / "other.json").write_text(json.dumps({**whole, "examples": []}))  # named for another tool
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_pd", "lint", str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert any(line.startswith(f"{tmp_path / 'broken.json'}: invalid JSON") for line in lines), lines
+    assert any(line.startswith(f"{tmp_path / 'find.json'}: example 1:") for line in lines), lines
+    assert any(line.startswith(f"{tmp_path / 'other.json'}: ") and "must match" in line for line in lines), lines
+    assert len(lines) == 3, lines  # the overlay is fine: nothing said of it, once each
+    assert "1 whole, 1 overlay(s)" in done.stderr and "3 problem(s)" in done.stderr
+    clean = subprocess.run(
+        [sys.executable, "-m", "mcp_pd", "lint", str(Path(__file__).parents[1] / "tool_descriptions")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert clean.returncode == 0 and clean.stdout == "", clean.stdout
