@@ -21,6 +21,7 @@ says nothing about search time; the build figure at 322 gives the embedding cost
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -196,10 +197,15 @@ def answer_tokens(index: SearchIndex, queries: Sequence[dict[str, Any]]) -> dict
 
 
 def answer_json(result: SearchResult) -> dict[str, Any]:
-    return {
-        "results": [{"name": h.name, "category": h.category, "description": h.summary} for h in result.hits],
-        "total": result.total,
-    }
+    """The answer as `search_tools` sends it: rows with their band, and the note when none is strong."""
+    answer: dict[str, Any] = {}
+    if result.hits and not any(h.match == "strong" for h in result.hits):
+        answer["note"] = (
+            "No tool here clearly does this. The closest ones follow; check their descriptions before using "
+            "one, or tell the user no tool fits."
+        )
+    rows = [{"name": h.name, "category": h.category, "description": h.summary, "match": h.match} for h in result.hits]
+    return {**answer, "results": rows, "total": result.total}
 
 
 # -- speed ----------------------------------------------------------------------------------------------
@@ -503,7 +509,7 @@ def _goals(rec: Recorder, quality: dict[str, Any], speed: dict[str, Any]) -> Non
             target,
             pct(set_name, restarted, *path),
             "%",
-            (lambda v, n=limit: v >= n) if at_least else (lambda v, n=limit: v <= n),
+            functools.partial(_at_least if at_least else _at_most, limit=limit),
         )
     tokens = rec.figures["answer_tokens_o200k"]["max"]
     check("S8", "tokens of a 5-result answer (max, o200k)", "<= 400", tokens, "tokens", lambda v: v <= 400)
@@ -532,6 +538,14 @@ def _goals(rec: Recorder, quality: dict[str, Any], speed: dict[str, Any]) -> Non
             None,
             f"p50 {long['cpu_p50_ms']:.1f} ms",
         )
+
+
+def _at_least(value: float, *, limit: float) -> bool:
+    return value >= limit
+
+
+def _at_most(value: float, *, limit: float) -> bool:
+    return value <= limit
 
 
 def main(argv: list[str] | None = None) -> int:

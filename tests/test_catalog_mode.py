@@ -50,6 +50,7 @@ async def test_the_list_is_fixed_and_the_workflow_is_search_describe_call(tmp_pa
             "name": "create_pull_request",
             "category": "github-mcp-server",
             "description": "Create a new pull request in a GitHub repository.",
+            "match": "strong",
         }
         # Describe-before-call holds for call_tool exactly as for a direct call.
         args = {"owner": "o", "repo": "r", "title": "t", "head": "h", "base": "main"}

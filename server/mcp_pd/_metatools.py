@@ -3,7 +3,9 @@
 Thin glue: searching and browsing ask the index (`_index.py`), calling goes through the same `gate` as a direct
 call, and describing is the extension's `describe_tools`, so authorization, errors and limits exist once. Every
 answer is a JSON document (structured content with a JSON text copy); every error names the valid options or
-the closest names. Knows the catalog, the index and the disclosure decisions; nothing of URIs or SDK handlers.
+the closest names. Each search row carries its band (strong, possible, weak); an answer with no strong row says
+so before the rows, and a destructive tool on a weak match is flagged. Knows the catalog, the index and the
+disclosure decisions; nothing of URIs or SDK handlers.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ._errors import ErrorCode, Refusal
 from ._index import CatalogIndex
 from ._paging import decode_cursor, encode_cursor
 from ._policy import Caller
+from ._search import SearchHit
 from ._store import Catalog
 
 __all__ = ["BROWSE_TOOL", "CALL_TOOL", "META_TOOLS", "SEARCH_TOOL", "MetaTools"]
@@ -53,7 +56,7 @@ class MetaTools:
             {
                 "name": SEARCH_TOOL,
                 "description": "Find tools for a task, in any language. Returns the best matches (name, category, "
-                "one line); none when nothing fits. Then describe_tools, then call.",
+                "one line, match: strong, possible or weak); none when nothing fits. Then describe_tools, then call.",
                 "inputSchema": {
                     "type": "object",
                     "properties": {
@@ -130,8 +133,15 @@ class MetaTools:
             results = [{"name": h.name, "category": h.category, "description": h.summary} for h in hits]
             return {"results": results, "total": len(results), "like": like}
         found = await self.index.search(str(query), limit=limit, category=category, allowed=allowed)
-        results = [{"name": h.name, "category": h.category, "description": h.summary} for h in found.hits]
-        answer: dict[str, Any] = {"results": results, "total": found.total}
+        results = [self._row(h) for h in found.hits]
+        answer: dict[str, Any] = {}
+        if results and not any(h.match == "strong" for h in found.hits):
+            # Said before the rows, so a model reads it before it reads a name that looks right.
+            answer["note"] = (
+                "No tool here clearly does this. The closest ones follow; check their descriptions before using "
+                "one, or tell the user no tool fits."
+            )
+        answer.update(results=results, total=found.total)
         if found.abstained:
             answer["abstained"] = True
             answer["hint"] = (
@@ -147,6 +157,22 @@ class MetaTools:
                 }
             answer["next"] = "describe_tools with the names you will call, then call them"
         return answer
+
+    def _row(self, hit: SearchHit) -> dict[str, Any]:
+        """One result: name, category, one line, and how well it matches (`strong`, `possible`, `weak`)."""
+        row: dict[str, Any] = {"name": hit.name, "category": hit.category, "description": hit.summary}
+        row["match"] = hit.match
+        if hit.match == "weak" and self._destructive(hit.name):
+            row["warning"] = (
+                "destructive (destructiveHint) and only a weak match for the request: do not call it unless the "
+                "user clearly asked for exactly this"
+            )
+        return row
+
+    def _destructive(self, name: str) -> bool:
+        full = self.catalog.full(name) or {}
+        annotations = full.get("annotations")
+        return isinstance(annotations, dict) and annotations.get("destructiveHint") is True
 
     # -- browse ----------------------------------------------------------------------------------------------
     async def browse(self, caller: Caller, arguments: Mapping[str, Any]) -> dict[str, Any]:

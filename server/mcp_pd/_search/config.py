@@ -47,6 +47,28 @@ class SearchConfig:
     # ... or, with vectors, less than this share while no visible tool's cosine similarity reaches the other.
     abstain_coverage: float = 0.3
     abstain_cosine: float = 0.25
+    # Confidence bands of each hit (`bands.band`). Chosen by `python -m benchmarks.search_bands --calibrate` on
+    # LiveMCPBench, MetaTool and our dev set together (never one set): among the grid points where every one of those
+    # sets keeps >= 70% of its unanswerable queries free of strong rows and <= 10% of its strong rows wrong, the one
+    # with the most right first hits marked strong (mean over the sets); checked on our held-out sets (heldout,
+    # bands). Precision comes first: the model cannot also mark 80% of right first hits strong (docs/search.md).
+    # Hybrid: strong = the first hit, leading the second by this share of its score, with a cosine this high ...
+    band_lead: float = 0.05
+    band_strong_cosine: float = 0.6
+    # ... or standing this many standard deviations above the query's cosines to the catalog and answering this
+    # share of the query's weighted words.
+    band_strong_z: float = 4.5
+    band_strong_coverage: float = 0.3
+    # Weak: a cosine and a coverage both this low (1-11% of such rows were right on the sets; 64-76% of the rows
+    # offered for unanswerable queries are weak).
+    band_weak_cosine: float = 0.25
+    band_weak_coverage: float = 0.4
+    # Lexical (a cold process, or a model that failed): strong = the first hit, leading by this share, answering
+    # this share of the query's weighted words; weak below the last (a long task spreads its words over several
+    # tools, so a higher floor called most right tools of LiveMCPBench weak).
+    band_lead_lexical: float = 0.2
+    band_strong_coverage_lexical: float = 0.5
+    band_weak_coverage_lexical: float = 0.1
 
 
 def default_config(**changes: Any) -> SearchConfig:

@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from rapidfuzz import fuzz, process
 
+from .bands import banded_hits
 from .config import SearchConfig
 from .documents import SearchDocument
 from .postings import Postings, weighted_terms
 from .query import parse
 from .results import SearchHit, SearchResult
 from .spelling import Spelling, name_matches
-from .text import QUERY_CHARS, clauses
+from .text import QUERY_CHARS
 from .ties import distinguishing_words
 from .vectors import Vectors
 from .vocabulary import vocabulary
@@ -241,32 +242,27 @@ class SearchIndex:
             visible, total = self._candidates(q, allowed, category, max(100, limit * 20))
             cosines: dict[int, float] = {}
             space = self._vectors if semantic and len(self._slots) > 0 else None
-            use_vectors = space is not None
+            degraded = ""
+            spread = (0.0, 1.0)
             if space is not None:
-                # A model that embeds queries differently from documents (e5's "query: ") says so by embed_query.
-                embed_query = getattr(space.embedder, "embed_query", None) or space.embedder.embed
-                parts = clauses(query) if c.clause_weight > 0 else []
-                if parts:
-                    # Only the steps are embedded (the whole task is their mean: as good, and a batch of short
-                    # texts costs less than one long one).
-                    np = self._np
-                    vectors = embed_query(parts)
-                    steps = space.cosines_many(vectors, self._docs)
-                    # cos(tool, mean of the steps' unit vectors), without embedding the whole task
-                    whole = np.mean(steps, axis=0) / max(1e-6, float(np.linalg.norm(np.mean(vectors, axis=0))))
-                    sims = (1 - c.clause_weight) * whole + c.clause_weight * self._np.max(steps, axis=0)
+                # A model (a remote one above all) that fails costs the vectors, never the answer.
+                try:
+                    sims = space.query_cosines(query, self._docs, c.clause_weight)
+                except Exception as exc:
+                    degraded, space = f"{type(exc).__name__}: {exc}"[:300], None
                 else:
-                    sims = space.cosines(embed_query([query])[0], self._docs)
-                # Candidates: the lexical matches plus the semantic top few hundred.
-                top = self._np.argpartition(-sims, min(len(sims) - 1, 200))[:200]
-                for s in (*visible.keys(), *(int(x) for x in top)):
-                    if s < len(self._docs) and self._visible(s, allowed, category):
-                        cosines[s] = float(sims[s])
+                    spread = space.spread(sims, self._slots.values())
+                    # Candidates: the lexical matches plus the semantic top few hundred.
+                    top = self._np.argpartition(-sims, min(len(sims) - 1, 200))[:200]
+                    for s in (*visible.keys(), *(int(x) for x in top)):
+                        if s < len(self._docs) and self._visible(s, allowed, category):
+                            cosines[s] = float(sims[s])
+            use_vectors = space is not None
             shown = lambda slot: self._visible(slot, allowed, category)  # noqa: E731
             name_bonus = name_matches(query, self._slots, shown) if c.fuzzy_names else {}
             candidates = set(visible) | set(cosines) | set(name_bonus)
             if not candidates:
-                return self._abstain(query, 0, "no tool matches any word of the query", allowed, 0.0)
+                return self._abstain(0, "no tool matches any word of the query", allowed, 0.0, degraded, use_vectors)
             best_lex = max(visible.values(), default=0.0) or 1.0
             fused: dict[int, float] = {}
             for s in candidates:
@@ -292,14 +288,19 @@ class SearchIndex:
             else:
                 unsure = coverage < c.abstain_coverage and cosine < c.abstain_cosine
             if c.abstain and unsure:
-                return self._abstain(query, total, "no tool explains the query well", allowed, coverage)
+                return self._abstain(total, "no tool explains the query well", allowed, coverage, degraded, use_vectors)
             confidence = coverage if cosine is None else max(coverage, cosine)
-            hits = []
-            for slot, score in ranked:
-                doc = self._docs[slot]
-                assert doc is not None
-                hits.append(SearchHit(doc.name, doc.category, doc.summary, round(score, 4)))
-            return SearchResult(hits, total, confidence=round(confidence, 4), ties=self._ties(ranked))
+            covered = lambda slot: max(q.coverage(self._postings, slot), min(1.0, name_bonus.get(slot, 0.0)))  # noqa: E731
+            cos_of = cosines if use_vectors else None
+            hits = banded_hits(c, ranked, self._docs, cos_of, covered, spread)
+            return SearchResult(
+                hits,
+                total,
+                confidence=round(confidence, 4),
+                ties=self._ties(ranked),
+                ranking="hybrid" if use_vectors else "lexical",
+                degraded=degraded,
+            )
 
     def _ties(self, ranked: Sequence[tuple[int, float]]) -> dict[str, list[str]]:
         """For near-tied best hits (the first three within `tie_margin` of the best): what tells them apart."""
@@ -312,9 +313,12 @@ class SearchIndex:
         idf = lambda term: self._postings.idf(term, len(self._slots))  # noqa: E731 - one use, read in place
         return distinguishing_words([d for d in band if d is not None], idf, stemming=self.config.stemming)
 
-    def _abstain(self, query: str, total: int, reason: str, allowed: Allowed, confidence: float) -> SearchResult:
+    def _abstain(
+        self, total: int, reason: str, allowed: Allowed, confidence: float, degraded: str, hybrid: bool
+    ) -> SearchResult:
         browse = [name for name, _ in self.categories(allowed)]
-        return SearchResult([], total, True, reason, browse, round(confidence, 4))
+        ranking = "hybrid" if hybrid else "lexical"
+        return SearchResult([], total, True, reason, browse, round(confidence, 4), ranking=ranking, degraded=degraded)
 
     # -- neighbours, names, categories --------------------------------------------------------------------
 

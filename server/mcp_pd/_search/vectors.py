@@ -6,11 +6,12 @@ nothing of BM25 or queries' words.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .documents import SearchDocument
 from .store import text_key
+from .text import clauses
 
 if TYPE_CHECKING:
     from .embeddings import Embedder
@@ -100,3 +101,25 @@ class Vectors:
     def cosines_many(self, vectors: Any, docs: Sequence[SearchDocument | None]) -> Any:
         """One row of cosines per query vector (a single pass over the matrix)."""
         return self._np.einsum("ij,kj->ki", self.matrix(docs), vectors)
+
+    def query_cosines(self, query: str, docs: Sequence[SearchDocument | None], clause_weight: float) -> Any:
+        """Each slot's cosine to `query`; a long task's is `clause_weight` of its best step's, the rest the whole's."""
+        np = self._np
+        # A model that embeds queries differently from documents (e5's "query: ") says so by embed_query.
+        embed_query = getattr(self.embedder, "embed_query", None) or self.embedder.embed
+        parts = clauses(query) if clause_weight > 0 else []
+        if not parts:
+            return self.cosines(embed_query([query])[0], docs)
+        # Only the steps are embedded (the whole task is their mean: as good, and a batch of short texts costs
+        # less than one long one).
+        vectors = embed_query(parts)
+        steps = self.cosines_many(vectors, docs)
+        # cos(tool, mean of the steps' unit vectors), without embedding the whole task
+        whole = np.mean(steps, axis=0) / max(1e-6, float(np.linalg.norm(np.mean(vectors, axis=0))))
+        return (1 - clause_weight) * whole + clause_weight * np.max(steps, axis=0)
+
+    def spread(self, sims: Any, slots: Iterable[int]) -> tuple[float, float]:
+        """The mean and standard deviation of a query's cosines over the live slots: how far a cosine stands above
+        them (the bands' z) does not depend on the cosine range of a catalog's texts."""
+        live = self._np.fromiter(slots, dtype=self._np.int64)
+        return float(sims[live].mean()), max(1e-6, float(sims[live].std()))

@@ -1,0 +1,269 @@
+"""Embeddings from the deployment's own model server: any OpenAI-compatible `POST /v1/embeddings` endpoint
+(Ollama, llama.cpp's server, vLLM, text-embeddings-inference, LM Studio, a hosted API).
+
+An `Embedder` like the shipped model, so the index, the vector cache on disk (keyed by this model id: endpoint
+and model, and the text) and the benchmarks treat it alike. What a network adds is handled here:
+
+- **Bounded**: texts go in batches (`batch`); a query's request has a deadline of `timeout` seconds (a search
+  waits for it), a batch of tools one of `batch_timeout` (embedding a catalog runs in the background);
+- **Checked**: a reply must have one finite, non-zero vector per text, all of one size (the first reply fixes it;
+  `dimensions` pins it up front); anything else is an `EndpointError`, never a vector;
+- **Failing fast**: after a failure the endpoint is not asked again for `retry_after` seconds (each search would
+  otherwise wait out the timeout); meanwhile `embed` raises at once and the index answers lexically;
+- **Query vectors remembered**: the last `query_cache` queries' vectors are kept in memory, and in `store` (the
+  index's `VectorStore`, keyed like every vector by model and text) when one is set, so a query asked before, by
+  this process or an earlier one, is still ranked with vectors while the endpoint is down (`served_from_cache`
+  says when that happened).
+
+The API key, when needed, is read from an environment variable named by the operator, never from a flag or a file
+of ours. Knows HTTP and vectors; nothing of tools or sessions.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from .embeddings import EmbeddingUnavailable, Vectors
+from .store import VectorStore, text_key
+
+__all__ = ["EndpointError", "OpenAIEmbedder", "add_flags", "endpoint_url", "from_flags"]
+
+_REPLY_LIMIT: Final = 64 << 20  # bytes: a reply larger than this is refused (a batch of 64 x 4096 floats is ~6 MB)
+
+
+class EndpointError(EmbeddingUnavailable):
+    """The embeddings endpoint failed, timed out, or answered something that is not the vectors asked for."""
+
+
+def endpoint_url(url: str) -> str:
+    """The full embeddings URL from what an operator types: a base (`http://host:11434`), `.../v1`, or the
+    endpoint itself (`.../v1/embeddings`)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"embeddings URL {url!r}: expected http(s)://host[:port][/v1[/embeddings]]")
+    path = parts.path.rstrip("/")
+    if not path.endswith("/embeddings"):
+        path = path + "/embeddings" if path.endswith("/v1") else path + "/v1/embeddings"
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+class OpenAIEmbedder:
+    """Unit vectors from an OpenAI-compatible `/v1/embeddings` endpoint (see the module docstring).
+
+    `key_env` names the environment variable holding the API key (sent as `Authorization: Bearer`); it is read at
+    each request, so a rotated key needs no restart. A named variable that is unset is an error at start-up.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        *,
+        key_env: str | None = None,
+        timeout: float = 10.0,
+        batch_timeout: float = 120.0,
+        batch: int = 64,
+        dimensions: int | None = None,
+        retry_after: float = 30.0,
+        query_cache: int = 4096,
+    ) -> None:
+        if not model.strip():
+            raise ValueError("embeddings model: a model name is required (e.g. nomic-embed-text)")
+        if timeout <= 0 or batch_timeout <= 0 or batch < 1 or retry_after < 0:
+            raise ValueError("embeddings: timeouts must be > 0, batch >= 1, retry_after >= 0")
+        if key_env is not None and not os.environ.get(key_env):
+            raise ValueError(f"embeddings key: the environment variable {key_env} is not set")
+        import httpx2
+        import numpy
+
+        self._np: Any = numpy
+        self.url = endpoint_url(url)
+        self.model = model
+        self.key_env = key_env
+        self.batch = batch
+        self.dimensions = dimensions
+        self.retry_after = retry_after
+        self._httpx = httpx2
+        self.timeout, self.batch_timeout = timeout, batch_timeout
+        self._client = httpx2.Client(timeout=httpx2.Timeout(timeout), follow_redirects=False)
+        self._lock = threading.Lock()
+        self._down_until = 0.0
+        self.last_error = ""
+        self._queries: OrderedDict[str, Any] = OrderedDict()
+        self._query_cache = query_cache
+        self._local = threading.local()
+        self.store: VectorStore | None = None  # query vectors on disk too (set by the catalog index)
+
+    @property
+    def model_id(self) -> str:
+        # Endpoint and model: two servers may serve different weights under one name; vectors never mix.
+        parts = urlsplit(self.url)
+        return f"openai:{self.model}@{parts.netloc}{parts.path}"
+
+    @property
+    def down(self) -> bool:
+        """True while the endpoint is not asked again after a failure."""
+        return time.monotonic() < self._down_until
+
+    @property
+    def served_from_cache(self) -> str:
+        """Why this thread's last query vector came from the query cache instead of the endpoint ("" if not)."""
+        return str(getattr(self._local, "cached", ""))
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """One unit row per text, batch by batch; raises EndpointError on any failure (nothing partial)."""
+        return self._embed(texts, self.batch_timeout)
+
+    def _embed(self, texts: Sequence[str], timeout: float) -> Vectors:
+        np = self._np
+        texts = list(texts)
+        if not texts:
+            empty: Vectors = np.zeros((0, self.dimensions or 1), dtype=np.float32)
+            return empty
+        rows = [self._request(texts[i : i + self.batch], timeout) for i in range(0, len(texts), self.batch)]
+        out: Vectors = np.concatenate(rows, axis=0)
+        return out
+
+    def embed_query(self, texts: Sequence[str]) -> Vectors:
+        """As `embed`, remembering each query's vector; while the endpoint fails, remembered queries still answer."""
+        np = self._np
+        self._local.cached = ""
+        with self._lock:
+            known = {t: self._queries[t] for t in texts if t in self._queries}
+            for t in known:
+                self._queries.move_to_end(t)
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        if missing:
+            try:
+                fresh = self._embed(missing, self.timeout)
+            except EndpointError as exc:
+                stored = self._stored(missing)
+                if stored is None:
+                    raise EndpointError(f"{exc} (and the query was not asked before)") from None
+                fresh = stored
+                self._local.cached = f"query vector from the vector cache; the endpoint is failing: {exc}"
+            else:
+                if self.store is not None:
+                    self.store.save(self.model_id, {text_key(t): row for t, row in zip(missing, fresh, strict=True)})
+            with self._lock:
+                for t, row in zip(missing, fresh, strict=True):
+                    self._queries[t] = row
+                    known[t] = row
+                while len(self._queries) > self._query_cache:
+                    self._queries.popitem(last=False)
+        elif self.down:
+            self._local.cached = f"query vector from the cache; the endpoint is failing: {self.last_error}"
+        out: Vectors = np.stack([known[t] for t in texts])
+        return out
+
+    def _stored(self, texts: list[str]) -> Vectors | None:
+        """Every text's vector from the store, or None."""
+        if self.store is None:
+            return None
+        keys = [text_key(t) for t in texts]
+        rows = self.store.load(self.model_id, keys)
+        if len(rows) != len(set(keys)) or (self.dimensions and any(len(r) != self.dimensions for r in rows.values())):
+            return None
+        out: Vectors = self._np.stack([rows[k] for k in keys])
+        return out
+
+    def _request(self, texts: list[str], timeout: float) -> Vectors:
+        if self.down:
+            raise EndpointError(f"embeddings endpoint {self.url} is left alone after: {self.last_error}")
+        try:
+            return self._ask(texts, timeout)
+        except EndpointError as exc:
+            self.last_error = str(exc)
+            self._down_until = time.monotonic() + self.retry_after
+            raise
+
+    def _ask(self, texts: list[str], timeout: float) -> Vectors:
+        np = self._np
+        headers = {"Content-Type": "application/json"}
+        if self.key_env is not None:
+            headers["Authorization"] = f"Bearer {os.environ.get(self.key_env, '')}"
+        body: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
+        if self.dimensions is not None:
+            body["dimensions"] = self.dimensions
+        try:
+            reply = self._client.post(self.url, json=body, headers=headers, timeout=self._httpx.Timeout(timeout))
+        except self._httpx.TimeoutException:
+            raise EndpointError(f"embeddings endpoint {self.url} timed out after {timeout:g} s") from None
+        except self._httpx.HTTPError as exc:
+            raise EndpointError(f"embeddings endpoint {self.url}: {type(exc).__name__}: {exc}") from None
+        if reply.status_code != 200:
+            raise EndpointError(f"embeddings endpoint {self.url} answered HTTP {reply.status_code}: {reply.text[:200]}")
+        if len(reply.content) > _REPLY_LIMIT:
+            raise EndpointError(f"embeddings endpoint {self.url}: reply over {_REPLY_LIMIT} bytes")
+        try:
+            data = reply.json()["data"]
+            items = sorted(data, key=lambda item: int(item.get("index", 0)))
+            vectors = [[float(x) for x in item["embedding"]] for item in items]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise EndpointError(f"embeddings endpoint {self.url}: not an embeddings reply ({exc})") from None
+        if len(vectors) != len(texts):
+            raise EndpointError(f"embeddings endpoint {self.url}: {len(vectors)} vectors for {len(texts)} texts")
+        sizes = {len(v) for v in vectors}
+        expected = self.dimensions
+        if len(sizes) != 1 or (expected is not None and sizes != {expected}):
+            raise EndpointError(
+                f"embeddings endpoint {self.url}: vectors of size {sorted(sizes)}, expected {expected or 'one size'}"
+            )
+        matrix = np.asarray(vectors, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        if not all(math.isfinite(float(n)) and float(n) > 0 for n in norms.ravel()):
+            raise EndpointError(f"embeddings endpoint {self.url}: a vector is zero or not finite")
+        if self.dimensions is None:
+            self.dimensions = matrix.shape[1]  # every later reply must match the vectors already indexed
+        out: Vectors = matrix / norms
+        return out
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def add_flags(parser: Any) -> None:
+    """`--embeddings-url`, `--embeddings-model`, `--embeddings-key-env`, `--embeddings-timeout` (an argparse parser)."""
+    parser.add_argument(
+        "--embeddings-url",
+        metavar="URL",
+        help="catalog mode: rank with the vectors of an OpenAI-compatible /v1/embeddings endpoint (Ollama, llama.cpp, "
+        "vLLM, text-embeddings-inference, LM Studio, a hosted API) instead of the bundled model; when it fails, "
+        "search answers from cached vectors or lexically",
+    )
+    parser.add_argument("--embeddings-model", metavar="NAME", help="the model the endpoint should run (required)")
+    parser.add_argument(
+        "--embeddings-key-env",
+        metavar="VAR",
+        help="the environment variable holding the endpoint's API key (sent as a Bearer token)",
+    )
+    parser.add_argument(
+        "--embeddings-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="seconds a search waits for the endpoint to embed its query (default 10; a batch of tools gets 120); "
+        "after a failure the endpoint is left alone for 30 s",
+    )
+
+
+def from_flags(args: Any, command: str) -> OpenAIEmbedder | None:
+    """The endpoint embedder the flags ask for (None without `--embeddings-url`); SystemExit on a bad value."""
+    url, model = getattr(args, "embeddings_url", None), getattr(args, "embeddings_model", None)
+    if url is None:
+        if model is not None or getattr(args, "embeddings_key_env", None) is not None:
+            raise SystemExit(f"mcp-pd {command}: --embeddings-model and --embeddings-key-env need --embeddings-url")
+        return None
+    if not model:
+        raise SystemExit(f"mcp-pd {command}: --embeddings-url needs --embeddings-model NAME (the model to run)")
+    try:
+        return OpenAIEmbedder(url, model, key_env=args.embeddings_key_env, timeout=args.embeddings_timeout)
+    except ValueError as exc:
+        raise SystemExit(f"mcp-pd {command}: {exc}") from None
