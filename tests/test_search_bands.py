@@ -41,6 +41,7 @@ def hybrid() -> SearchIndex:
     return index
 
 
+@pytest.mark.req("PDX-CATALOG-07")
 def test_every_row_has_a_band_and_only_a_leading_first_hit_is_strong(hybrid: SearchIndex) -> None:
     for query in (*FAR, *CLEAR, "remove old stuff", "find the dashboard about latency"):
         for semantic in (True, False):
@@ -52,6 +53,7 @@ def test_every_row_has_a_band_and_only_a_leading_first_hit_is_strong(hybrid: Sea
                 assert rank == 0 or hit.match != "strong", (query, result.hits)
 
 
+@pytest.mark.req("PDX-CATALOG-07")
 def test_a_clear_request_is_strong_and_a_far_one_never_is(hybrid: SearchIndex) -> None:
     for query, tool in CLEAR.items():
         first = hybrid.search(query).hits[0]
@@ -85,6 +87,7 @@ async def _rows(client: Client, query: str) -> tuple[dict[str, Any], dict[str, A
 
 @pytest.mark.slow
 @pytest.mark.anyio
+@pytest.mark.req("PDX-CATALOG-07")
 async def test_the_served_answer_says_when_no_tool_clearly_fits_and_flags_destructive_guesses() -> None:
     args = ["--simulate", "--descriptions", str(CATALOGS), "--mode", "catalog"]
     async with Client(serve_params(*args), mode="legacy", cache=None) as client:

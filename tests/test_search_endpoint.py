@@ -122,6 +122,7 @@ def test_an_endpoint_serving_the_bundled_model_ranks_as_the_model_does_in_proces
 
 
 @pytest.mark.parametrize("mode", ["fail", "hang", "wrong-size"])
+@pytest.mark.req("PDX-CATALOG-08")
 def test_a_broken_endpoint_costs_the_vectors_never_the_answer(mode: str) -> None:
     docs = _docs("mcp-server-memory")
     # The first request (the 9 tools) is served; the endpoint breaks after it.
@@ -171,6 +172,7 @@ async def _hybrid(client: Client, query: str, deadline: float = 60.0) -> list[di
 
 
 @pytest.mark.anyio
+@pytest.mark.req("PDX-CATALOG-08")
 async def test_a_search_served_through_the_endpoint_then_served_on_while_it_is_down(tmp_path: Path) -> None:
     defs = small_catalog(tmp_path / "defs")
     cache = tmp_path / "cache"
