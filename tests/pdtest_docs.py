@@ -40,6 +40,8 @@ HOW: Final[dict[str, tuple[Kind, str]]] = {
     './dev mcp-pd check --stdio "python -m mcp_pd serve"': ("exit0", ""),
     './dev mcp-pd check --stdio "python -m mcp_pd serve --mode catalog" --profile tool-fallback,catalog': ("exit0", ""),
     "./dev mcp-pd demo": ("exit0", ""),
+    """./dev mcp-pd call --stdio "python -m mcp_pd serve" list_projects '{}'""": ("exit0", ""),
+    './dev mcp-pd search ../shared/catalogs/github-mcp-server "open a pull request"': ("exit0", ""),
     "./dev mcp-pd demo --host tools-only": ("exit0", ""),
     "./dev mcp-pd demo --mode catalog": ("exit0", ""),
     "./dev mcp-pd demo --ledger-catalog ../shared/catalogs": ("exit0", ""),

@@ -29,7 +29,17 @@ def _imported(argv: list[str]) -> tuple[str, str]:
     return code, heavy
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["serve", "--help"], ["index", "--help"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["serve", "--help"],
+        ["index", "--help"],
+        ["lint", "--help"],
+        ["search", "--help"],
+        ["call", "--help"],
+    ],
+)
 def test_help_imports_no_sdk(argv: list[str]) -> None:
     code, heavy = _imported(argv)
     assert code == "0"

@@ -125,6 +125,80 @@ def _vector_cache(args: argparse.Namespace, command: str) -> Path | str | None:
     return None if args.no_cache else (args.cache or "default")
 
 
+def _try_parsers(sub: Any) -> None:
+    p = sub.add_parser(
+        "search",
+        help="what a catalog-mode server over DIR answers search_tools, with each hit's figures",
+        description="Serve DIR's definitions in catalog mode in this process and print, as JSON, what search_tools "
+        "answers QUERY (the rows, their match band, the note when no row is strong), each hit's figures (fused "
+        "score, cosine, how much of the query it answers) and which ranking answered.",
+    )
+    p.add_argument("descriptions", type=Path, metavar="DIR", help="directory of <tool>.json definitions")
+    p.add_argument("query", help="what a model would ask for, in any language")
+    p.add_argument("--limit", type=_positive(_count), default=5, help="rows (default 5)")
+    _cache_flags(p)
+    p = sub.add_parser(
+        "call",
+        help="describe, then call, one tool of a server, in one session",
+        description="Open one session with a server, read TOOL's definition (the descriptions resource, else the "
+        "describe_tools tool), call TOOL with ARGUMENTS, and print both as JSON. One session is what a gated call "
+        "needs: a client that opens a new session per command (the Inspector CLI) is refused every time.",
+    )
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--stdio", metavar="COMMAND", help="the server's command line, e.g. 'python server.py'")
+    target.add_argument("--url", metavar="URL", help="a Streamable HTTP endpoint, e.g. http://127.0.0.1:8000/mcp")
+    p.add_argument("tool", metavar="TOOL")
+    p.add_argument("arguments", metavar="ARGUMENTS", nargs="?", default="{}", help="a JSON object (default {})")
+    p.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME: VALUE",
+        help="an HTTP header to send, e.g. 'Authorization: Bearer TOKEN' (repeatable)",
+    )
+
+
+def _try(args: argparse.Namespace) -> int:
+    import json
+
+    import anyio
+
+    from ._trying import call, print_json, search
+
+    if args.command == "search":
+        if not args.descriptions.is_dir():
+            raise SystemExit(f"mcp-pd search: {args.descriptions} is not a directory")
+        from ._search.remote import from_flags
+
+        semantic = from_flags(args, "search") or "auto"
+        cache = _vector_cache(args, "search")
+        found = anyio.run(
+            lambda: search(args.descriptions, args.query, limit=args.limit, semantic=semantic, vector_cache=cache)
+        )
+        print_json(found)
+        return 1 if found["error"] else 0
+    try:
+        arguments = json.loads(args.arguments)
+    except ValueError as exc:
+        raise SystemExit(f'mcp-pd call: ARGUMENTS is not JSON ({exc}); e.g. \'{{"city": "Lyon"}}\'') from None
+    if not isinstance(arguments, dict):
+        raise SystemExit("mcp-pd call: ARGUMENTS must be a JSON object, e.g. '{}'")
+    headers = {}
+    for header in args.header:
+        name, colon, value = header.partition(":")
+        if not colon or not name.strip():
+            raise SystemExit(f"mcp-pd call: --header {header!r} is not 'NAME: VALUE'")
+        headers[name.strip()] = value.strip()
+    if headers and args.stdio:
+        raise SystemExit("mcp-pd call: --header applies to --url only")
+    target = args.stdio or args.url
+    done = anyio.run(
+        lambda: call(target, stdio=args.stdio is not None, tool=args.tool, arguments=arguments, headers=headers)
+    )
+    print_json(done)
+    return 1 if done["result"].get("isError") else 0
+
+
 def _lint_parser(sub: Any) -> None:
     p = sub.add_parser(
         "lint",
@@ -560,10 +634,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in ("proxy", "export"):
         return _delegate("mcp_pd.gateway", argv)
     parser = argparse.ArgumentParser(prog="mcp-pd", description="MCP Progressive Disclosure (spec v2.1) toolkit")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{serve,check,demo,proxy,export,index,lint}")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="{serve,check,demo,proxy,export,index,lint,search,call}"
+    )
     _serve_parser(sub)
     _index_parser(sub)
     _lint_parser(sub)
+    _try_parsers(sub)
     sub.add_parser("check", help="run the conformance suite against a server (mcp-pd check --help)")
     sub.add_parser("demo", help="run the reference agent demo (mcp-pd demo --help)")
     sub.add_parser("proxy", help="serve existing MCP servers through the gateway (mcp-pd proxy --help)")
@@ -571,6 +648,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "lint":
         return _lint(args)
+    if args.command in ("search", "call"):
+        return _try(args)
     if args.command == "index":
         logging.basicConfig(stream=sys.stderr, level="WARNING", format="%(levelname)s %(name)s: %(message)s")
         return _index(args)
