@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager, suppress
@@ -58,6 +59,9 @@ class Target:
     stdio: tuple[str, ...] | None = None
     url: str | None = None
     timeout: float = 30.0
+    # What a stdio server said on stderr at warning level or above in its first session (its own problems, such
+    # as definition files it could not use): shown in the report, since the server's stderr is otherwise hidden.
+    said: list[str] = field(default_factory=list, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if (self.stdio is None) == (self.url is None):
@@ -295,6 +299,26 @@ class _Stderr:
         return text[-limit:]
 
 
+_LEVEL = re.compile(r"\b(WARNING|WARN|ERROR|CRITICAL)\b")
+
+
+def _warnings(text: str, limit: int = 20) -> list[str]:
+    """The warning-or-worse records of a server's stderr, each with its continuation lines (a log formatter may
+    wrap a long record over several indented lines), at most `limit`, each once."""
+    records: list[str] = []
+    current: str | None = None  # the warning record being read, if the last record was one
+    for line in text.splitlines():
+        if line[:1].isspace() and current is not None:
+            current = f"{current} {line.strip()}"
+            records[-1] = current
+        elif _LEVEL.search(line):
+            current = line.strip()
+            records.append(current)
+        else:
+            current = None
+    return [short(record, 400) for record in list(dict.fromkeys(records))[:limit]]
+
+
 @asynccontextmanager
 async def connect(
     target: Target, mode: Mode, reads: list[Exchange] | None = None, routes: dict[str, str] | None = None
@@ -323,6 +347,8 @@ async def connect(
         finally:
             with suppress(Exception):  # a server that dies on disconnect is not this run's finding
                 await client.__aexit__(None, None, None)
+            if target.stdio is not None and not target.said:
+                target.said.extend(_warnings(stderr.tail(64_000)) or ["(nothing)"])
 
 
 class Held:

@@ -271,6 +271,9 @@ def _connect_failed(report: Report, rec: Recorder, exc: ConnectFailure) -> None:
 
 
 def _finish(report: Report, rec: Recorder, wanted: list[CheckSpec], options: Options, started: float) -> Report:
+    said = [line for line in options.target.said if line != "(nothing)"]
+    if said:
+        report.notes.append("the server warned on stderr (first session):\n" + "\n".join(said))
     order = {spec.id: i for i, spec in enumerate(CHECKS)}
     era_order: dict[str, int] = {era: i for i, era in enumerate(options.eras)}
     connected = any(r.id == "connection/handshake" and r.status is Status.SUCCESS for r in rec.results)
