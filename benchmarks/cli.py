@@ -54,9 +54,7 @@ async def run(quick: bool, out: Path | None) -> Recorder:
             "above_interpreter_s": round(median - baseline, 3),
             "runs": runs,
         }
-        print(
-            f"  {name}: median {median:.3f} s ({median - baseline:+.3f} s over python -c pass), worst {worst:.3f} s"
-        )
+        print(f"  {name}: median {median:.3f} s ({median - baseline:+.3f} s over python -c pass), worst {worst:.3f} s")
         if name.startswith("mcp-pd"):
             note = f"the bare interpreter took {baseline:.3f} s in this run"
             recorder.goal(f"start {name}", f"{name} median", f"< {GOAL_S} s", median, "s", median < GOAL_S, note)

@@ -2,7 +2,9 @@
 
 The server's request handlers are wrapped from outside, after the extension is installed, so nothing in the
 extension knows about metrics: every request is timed and counted by method and outcome, and what it says is read
-from its result (a refusal's code, the tools described, the tool called). Gauges (grants held, each upstream's
+from its result (a refusal's code, the tools described, the tool called). A `server/discover` declined by design
+(-32601, so an SDK client falls back to the handshake, `_advertise.discover_refusal`) is outcome `declined`, not
+`error`: every healthy HTTP client's first request is one. Gauges (grants held, each upstream's
 state and starts) are read when scraped, never kept in step. Every label value is bounded: a tool is named only if
 the server serves it and a refusal code only if it is one of ours; anything else (an unknown name, a 30 kB name, an
 upstream's own code) is counted under `(other)`, so no client can grow the series. Knows handler results and the
@@ -93,7 +95,11 @@ class Metrics:
         self.registry.register(_Gauges(grants, upstreams))
         # Plain tallies beside the Prometheus series, for the operator page (which reads, never scrapes).
         self.described: Counter_[str] = Counter_()
+        # Tool calls by what became of them: answered (the tool ran, even if it said it failed), refused (by the
+        # extension: not granted, unknown, upstream unavailable), failed (a JSON-RPC error).
         self.called: Counter_[str] = Counter_()
+        self.refused_calls: Counter_[str] = Counter_()
+        self.failed_calls: Counter_[str] = Counter_()
         self.latest_refusals: deque[tuple[float, str, str]] = deque(maxlen=20)  # (unix time, code, tool or URI)
         self.upstream_seconds: dict[str, deque[float]] = {}
 
@@ -110,7 +116,8 @@ class Metrics:
             try:
                 result = await handler(ctx, params)
             except MCPError as exc:
-                self._done(method, params, "error", started, exc.error.data)
+                declined = method == "server/discover" and exc.error.code == types.METHOD_NOT_FOUND
+                self._done(method, params, "declined" if declined else "error", started, exc.error.data)
                 raise
             except Exception:
                 self._done(method, params, "error", started, None)
@@ -143,7 +150,8 @@ class Metrics:
             else:
                 name = self._tool(target)
                 self.calls.labels(name, outcome).inc()
-                self.called[name] += 1
+                tally = {"refused": self.refused_calls, "error": self.failed_calls}.get(outcome, self.called)
+                tally[name] += 1
                 upstream = self._upstream_of(name) if name != OTHER else None
                 if upstream is not None and outcome in ("ok", "tool_error"):
                     self.upstream_latency.labels(upstream).observe(seconds)

@@ -45,7 +45,6 @@ def test_claude_desktop_and_vscode_files(tmp_path: Path) -> None:
         ({"mcpServers": {"x": {"command": "a", "url": "http://b"}}}, "needs exactly one"),
         ({"mcpServers": {"x": {"url": "ftp://b"}}}, "must be an http:// or https:// URL"),
         ({"mcpServers": {"x": {"command": "a", "args": "b c"}}}, "args must be a list of strings"),
-        ({"mcpServers": {"x": {"url": "http://b", "type": "sse"}}}, "SSE transport is not supported"),
         ({"mcpServers": {"x": {"command": "a", "prefix": "bad prefix"}}}, "prefix may hold only"),
         ({"mcpServers": {"a b": {"command": "a"}, "a_b": {"command": "b"}}}, "same tool-name prefix"),
     ],

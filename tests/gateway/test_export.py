@@ -98,7 +98,8 @@ async def test_the_live_gateway_keeps_task_support_as_export_does(
             for t in (await client.list_tools()).tools
             if t.execution is not None
         }
-        assert listed == direct
+        # A task-only tool is left out: the gateway carries no task-augmented calls (issue 34); the rest keep theirs.
+        assert listed == {name: e for name, e in direct.items() if e != {"taskSupport": "required"}}
         if mode == "progressive":
-            described = await describe(client, "simulate-research-query")
-            assert described["simulate-research-query"]["execution"] == {"taskSupport": "required"}
+            described = await describe(client, "echo")
+            assert described["echo"]["execution"] == direct["echo"]

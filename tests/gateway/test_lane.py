@@ -3,7 +3,7 @@
 The same calls through `mcp-pd proxy` with the lane and with `--no-lane` give byte-for-byte the same outcomes
 (results, tool errors, structured content, the upstream's JSON-RPC errors), refusals still come from the extension,
 a crash, a hang and a cancellation are handled as on the SDK path, and a 2026-07-28 client is served on the SDK path.
-The gateway says at exit how many calls the lane answered, which is how these tests know it was used.
+The gateway logs at exit (INFO) how many calls the lane answered, which is how these tests know it was used.
 """
 
 from __future__ import annotations
@@ -40,14 +40,14 @@ async def _gateway(tmp_path: Path, mark: str, *args: str, mode: str = "legacy") 
     config = write_config(tmp_path / "servers.json", {"plain": stdio(sys.executable, str(PLAIN), mark=mark)})
     log = tmp_path / f"gateway{len(list(tmp_path.glob('gateway*.log')))}.log"
     with log.open("w") as errlog:
-        params = gateway_params("--config", str(config), "--call-timeout", "2", *args)
+        params = gateway_params("--config", str(config), "--call-timeout", "2", "--log-level", "INFO", *args)
         async with Client(stdio_client(params, errlog=errlog), mode=mode, cache=None) as client:  # type: ignore[arg-type]
             yield client, log
 
 
 def _lane_count(log: Path) -> int | None:
     for line in log.read_text().splitlines():
-        if line.startswith("mcp-pd proxy: the stdio lane answered "):
+        if line.startswith("INFO mcp_pd.gateway: the stdio lane answered "):
             return int(line.split()[6])
     return None
 
@@ -134,7 +134,7 @@ async def test_a_progressive_upstream_that_forgot_its_grant_is_asked_again(tmp_p
     for variant, extra in (("lane", ()), ("sdk", ("--no-lane",))):
         log = tmp_path / f"{variant}.log"
         with log.open("w") as errlog:
-            params = gateway_params("--config", str(config), *extra)
+            params = gateway_params("--config", str(config), "--log-level", "INFO", *extra)
             async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as client:  # type: ignore[arg-type]
                 await describe(client, "shout")
                 seen = [await _outcome(client, "shout", {"text": "one"})]  # the SDK path; the lane learns
@@ -151,7 +151,7 @@ async def test_a_client_slow_to_read_still_gets_every_answer(tmp_path: Path, mar
     # 60 answers of 20 kB each while the client reads nothing: the pipe fills, and the lane must wait to write
     # (the SDK's way) instead of piling answers up or losing any.
     config = write_config(tmp_path / "servers.json", {"plain": stdio(sys.executable, str(PLAIN), mark=mark)})
-    params = gateway_params("--config", str(config))
+    params = gateway_params("--config", str(config), "--log-level", "INFO")
     proc = await anyio.open_process([params.command, *params.args], env=params.env)
     assert proc.stdin is not None
     assert proc.stdout is not None

@@ -3,12 +3,13 @@ to see without reading logs.
 
 Server-rendered HTML, no script and nothing loaded from elsewhere (works offline); it refreshes itself every two
 seconds unless it shows a search. Each upstream's state, process id, starts, last error, tool count and call
-latency; its tools with their listed line and how often they were described and called; how many sessions hold
-grants; the latest refusals by code; in catalog mode a search box showing the ranked hits and why. Never shows
-configuration values (commands, arguments, environment, headers) or tokens. Who may open it is decided at the door
-(`mcp_pd._http.OperatorAccess`: the operator token, or loopback clients while there is neither an operator token nor
-client tokens; the Host/Origin check first). Reads the pool, the gateway, the extension and the metrics tallies;
-changes nothing.
+latency; its tools with their listed line, how often they were described, and their calls answered, refused and
+failed apart; the config entries skipped (and why) or the last reload; tools left out (task-only); how many
+sessions hold grants; the latest refusals by code; in catalog mode a search box showing the ranked hits and why.
+Never shows configuration values (commands, arguments, environment, headers) or tokens. Who may open it is
+decided at the door (`mcp_pd._http.OperatorAccess`: the operator token, or loopback clients while there is neither
+an operator token nor client tokens; the Host/Origin check first). Reads the pool, the gateway, the extension and
+the metrics tallies; changes nothing.
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ async def _page(
     if pool.config_note:
         parts.append(f"<p id=config-note>Config: {_e(pool.config_note)}</p>")
     parts += [f"<p class=name-note>Names: {_e(note)}</p>" for note in gateway.name_notes]
+    parts += [f"<p class=task-note>Tasks: {_e(note)}</p>" for note in gateway.task_notes]
     held = len(pd.grants) if isinstance(pd.grants, Sized) else None
     parts.append(
         "<h2>Grants</h2><p>"
@@ -138,9 +140,11 @@ async def _page(
         for tool in tools:
             line = (pd.catalog.minimal(tool) or {}).get("description", "")
             described = metrics.described.get(tool, 0) if metrics else "-"
-            called = metrics.called.get(tool, 0) if metrics else "-"
-            rows.append([f"<code>{_e(tool)}</code>", _e(line), _e(described), _e(called)])
-        parts += [f"<h2>Tools of {_e(name)}</h2>", _table(["tool", "listed line", "described", "called"], rows)]
+            tallies = (metrics.called, metrics.refused_calls, metrics.failed_calls) if metrics else ()
+            counts = [_e(tally.get(tool, 0)) for tally in tallies] or ["-"] * 3
+            rows.append([f"<code>{_e(tool)}</code>", _e(line), _e(described), *counts])
+        header = ["tool", "listed line", "described", "calls answered", "calls refused", "calls failed"]
+        parts += [f"<h2>Tools of {_e(name)}</h2>", _table(header, rows)]
     parts.append("</body></html>")
     return "".join(parts)
 

@@ -8,8 +8,11 @@ Every message an upstream sends a client is routed by what it relates to, never 
   roots a shared session holds) when that client can be reached outside a call (a handshake-era connection), and
   on a gateway served over stdio to its one client;
 - otherwise to nobody: the upstream gets an error that says why and the operator's log gets the message (a log
-  line, or what was asked). Which client a request comes from is `mcp_pd._sessions.ClientId`: the handshake
-  session, else the principal, else the request alone.
+  line, or what was asked). Except a roots request of a session that holds no client's roots and serves no call
+  (an upstream asking at start-up, before any client): its roots are those of no client, so it is answered with an
+  empty list (a note in the operator's log, not an error the upstream reports as a failure), and told
+  `roots/list_changed` once a client's roots are known. Which client a request comes from is
+  `mcp_pd._sessions.ClientId`: the handshake session, else the principal, else the request alone.
 
 An upstream that asks its clients anything is *bound* (`_roots.py`): each of its sessions then serves one client's
 calls at a time, so what it asks during a call has one client it can be for. A client that did not declare the
@@ -274,6 +277,10 @@ class ClientBridge:
         only, conn = next(iter(self._conns.items()))
         return None, conn, only
 
+    def _unheld(self, key: str) -> bool:
+        """Whether session `key` serves no call and holds no client's roots (its roots are nobody's: none)."""
+        return not self._calls.get(key) and self.roots.holder(key) is None
+
     def _waiting(self, ctx: Context) -> bool:
         exchange = self.rounds.exchange(ctx)
         return exchange is not None and exchange.waiting
@@ -292,6 +299,11 @@ class ClientBridge:
         or said -32600, `unreached` when nobody could be asked or the request failed on the way; and the key of
         the client asked)."""
         target = await self._target(upstream)
+        if isinstance(target, str) and capability == "roots" and self._unheld(upstream):
+            # Not an error: a session that holds nobody's roots has none. It is told when a client's are known
+            # (`initialized` over stdio, the client's first call over HTTP: `RootsKeeper.give`).
+            logger.info("upstream session %r asked for roots before a client could answer: none given yet", upstream)
+            return types.ListRootsResult(roots=[]), "unreached", None
         if isinstance(target, str):
             logger.warning("%s request of upstream session %r not passed on: %s", label, upstream, target)
             error = types.ErrorData(code=types.INVALID_REQUEST, message=f"{label} not available: {target}.")

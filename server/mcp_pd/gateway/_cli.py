@@ -18,9 +18,9 @@ import anyio
 
 from mcp_pd._cli import HttpSettings, http_flags, http_settings
 
-from ._config import ConfigError, UpstreamConfig, check_upstreams, load_config, one_off_stdio, one_off_url
+from ._config import ConfigError, UpstreamConfig, check_upstreams, one_off_stdio, one_off_url, read_host_config
 from ._export import load_cache, write_export
-from ._pool import UpstreamPool
+from ._pool import Upstream, UpstreamPool
 
 __all__ = ["main"]
 
@@ -38,6 +38,12 @@ def _upstream_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--upstream-url", action="append", default=[], metavar="[NAME=]URL", help="a Streamable HTTP upstream"
+    )
+    p.add_argument(
+        "--workspace-folder",
+        type=Path,
+        metavar="DIR",
+        help="what ${workspaceFolder} in the config stands for (without it, entries using it are skipped)",
     )
     p.add_argument("--start-timeout", type=float, default=60.0, help="seconds for an upstream to start (default 60)")
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
@@ -70,6 +76,9 @@ def _parser() -> argparse.ArgumentParser:
     proxy.add_argument(
         "--no-vector-cache", action="store_true", help="catalog mode: keep search vectors in memory only"
     )
+    from mcp_pd._search.remote import add_flags
+
+    add_flags(proxy)  # --embeddings-url/-model/-key-env/-timeout: a deployment's model server
     proxy.add_argument("--call-timeout", type=float, default=300.0, help="seconds per upstream call (default 300)")
     proxy.add_argument("--fetch-rate", type=float, default=10.0, help="resource reads per second per session (0: off)")
     proxy.add_argument("--fetch-burst", type=int, default=60, help="resource reads allowed at once per session")
@@ -103,15 +112,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configs(args: argparse.Namespace) -> list[UpstreamConfig]:
-    configs = load_config(args.config) if args.config is not None else []
+def _configs(args: argparse.Namespace) -> tuple[list[UpstreamConfig], list[str]]:
+    """The upstreams to serve, and one line per config entry skipped (with why)."""
+    configs: list[UpstreamConfig] = []
+    skipped: list[str] = []
+    if args.config is not None:
+        host = read_host_config(args.config, workspace_folder=args.workspace_folder)
+        configs, skipped = host.upstreams, host.notes()
     taken = {c.name for c in configs}
     configs += [one_off_stdio(spec, taken) for spec in args.upstream_stdio]
     configs += [one_off_url(spec, taken) for spec in args.upstream_url]
     if not configs:
-        raise ConfigError("no upstream servers: give --config FILE, --upstream-stdio CMD or --upstream-url URL")
+        raise ConfigError(
+            "no upstream servers: give --config FILE, --upstream-stdio CMD or --upstream-url URL"
+            + (f" (every entry of {args.config} is disabled or skipped: {'; '.join(skipped)})" if skipped else "")
+        )
     check_upstreams(configs)  # the file's and the flags' names together
-    return configs
+    return configs, skipped
 
 
 async def _stop_on_signal(scope: anyio.CancelScope, pool: UpstreamPool) -> None:
@@ -129,7 +146,9 @@ async def _stop_on_signal(scope: anyio.CancelScope, pool: UpstreamPool) -> None:
             return
 
 
-async def _proxy(args: argparse.Namespace, configs: list[UpstreamConfig], http: HttpSettings) -> None:
+async def _proxy(
+    args: argparse.Namespace, configs: list[UpstreamConfig], skipped: list[str], http: HttpSettings
+) -> None:
     cached: dict[str, Any] = {}
     if args.cache is not None:
         cached, problems = load_cache(args.cache, [c.name for c in configs])
@@ -137,6 +156,8 @@ async def _proxy(args: argparse.Namespace, configs: list[UpstreamConfig], http: 
             print(f"mcp-pd proxy: {problem}", file=sys.stderr)
     errlog = None if args.quiet_upstreams else sys.stderr
     pool = UpstreamPool(configs, call_timeout=args.call_timeout, start_timeout=args.start_timeout, errlog=errlog)
+    if skipped:
+        pool.config_note = f"{args.config}: " + "; ".join(skipped)
     async with anyio.create_task_group() as tg:
         # Installed before any upstream starts: a SIGTERM during start-up must also stop them in order.
         tg.start_soon(_stop_on_signal, tg.cancel_scope, pool)
@@ -157,7 +178,19 @@ async def _serve(
     from ._stdio import pipe_stdio
 
     # Lazy with a cache: only upstreams missing from it start now. Otherwise all start (concurrently) now.
-    await pool.start_all([c.name for c in configs if c.name not in cached])
+    starting = [c.name for c in configs if c.name not in cached]
+    if starting:  # `npx -y` may take a while on a first run: say what the wait is for
+        print(f"mcp-pd proxy: starting {len(starting)} upstream(s): {', '.join(starting)}", file=sys.stderr)
+    began, took = time.monotonic(), dict[str, float]()
+
+    async def listed(upstream: Upstream) -> None:
+        took.setdefault(upstream.name, time.monotonic() - began)
+
+    pool.listeners.append(listed)
+    try:
+        await pool.start_all(starting)
+    finally:
+        pool.listeners.remove(listed)
     for upstream in pool.upstreams.values():
         if upstream.state == "failed":
             print(
@@ -175,6 +208,7 @@ async def _serve(
         # Grants kept without a transport session expire on the sessions' clock, as with `mcp-pd serve`.
         **({"session_idle_timeout": args.session_idle_timeout} if args.session_idle_timeout else {}),
         vector_cache=None if args.no_vector_cache else (args.vector_cache or "default"),
+        **getattr(args, "semantic", {}),
     )
     # Served over stdio the gateway has one client; over HTTP, a client silent for the sessions' idle timeout
     # counts as gone once another needs the upstream session it held (gateway/_roots.py).
@@ -183,6 +217,8 @@ async def _serve(
         pool.bridge.roots.idle = args.session_idle_timeout
     running = sum(u.state == "ready" for u in pool.upstreams.values())
     summary = f"{len(gateway.listing)} tools from {len(configs)} upstream(s), {running} running"
+    if took:
+        summary += " (ready after " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in took.items()) + ")"
     print(f"mcp-pd proxy: {summary}", file=sys.stderr)
     if args.config is not None and pool.task_group is not None:
         pool.task_group.start_soon(_watch_config, args, pool)
@@ -194,8 +230,9 @@ async def _serve(
         lane = None if args.no_lane else StdioLane(gateway, _pd)
         async with pipe_stdio(lane) as (read, write):
             await server.run(read, write, options)
-        if lane is not None:
-            print(f"mcp-pd proxy: the stdio lane answered {lane.taken} call(s)", file=sys.stderr)
+        if lane is not None:  # for whoever tunes the gateway, not the user: what the fast lane took
+            logger.info("the stdio lane answered %d call(s)", lane.taken)
+        print("mcp-pd proxy: the client disconnected; stopping the upstreams", file=sys.stderr)
         return
     from mcp_pd._http import OperatorAccess, describe_http, http_server
     from mcp_pd._metrics import PATH, metrics_app
@@ -248,16 +285,18 @@ async def _watch_config(args: argparse.Namespace, pool: UpstreamPool) -> None:
     async for _ in awatch(path.parent, watch_filter=lambda _change, changed: Path(changed) == path, debounce=200):
         try:
             # In a worker thread: whatever is now at the path, reading it must not hold up the clients.
-            configs = await anyio.to_thread.run_sync(_configs, args)
+            configs, skipped = await anyio.to_thread.run_sync(_configs, args)
         except Exception as exc:  # ConfigError, or a bug: either way the last good config keeps serving
             if not isinstance(exc, ConfigError):
                 logger.exception("reading %s failed", path)
             pool.config_note = f"{path} not reloaded, still serving its last good version: {exc}"
             print(f"mcp-pd proxy: {pool.config_note}", file=sys.stderr)
             continue
+        for line in skipped:
+            print(f"mcp-pd proxy: {line}", file=sys.stderr)
         done = await pool.reconfigure(configs)
         said = "; ".join(f"{what} {', '.join(names)}" for what, names in done.items() if names) or "nothing changed"
-        pool.config_note = f"{path} reloaded at {time.strftime('%H:%M:%S')}: {said}"
+        pool.config_note = f"{path} reloaded at {time.strftime('%H:%M:%S')}: {'; '.join([said, *skipped])}"
         print(f"mcp-pd proxy: {path} reloaded: {said}", file=sys.stderr)
 
 
@@ -298,16 +337,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     # Refused (SystemExit, with the reason) before any upstream starts, like `mcp-pd serve`.
     http = http_settings(args, "proxy") if args.command == "proxy" else None
+    args.semantic = _embeddings(args) if args.command == "proxy" else {}  # a bad --embeddings-* exits here
+    if args.workspace_folder is not None:
+        if not args.workspace_folder.is_dir():
+            print(
+                f"mcp-pd {args.command}: --workspace-folder {args.workspace_folder}: not a directory", file=sys.stderr
+            )
+            return 2
+        args.workspace_folder = args.workspace_folder.resolve()
     try:
-        configs = _configs(args)
+        configs, skipped = _configs(args)
     except ConfigError as exc:
         print(f"mcp-pd {args.command}: {exc}", file=sys.stderr)
         return 2
+    # One line per entry the gateway cannot serve; the rest start.
+    for line in skipped:
+        print(f"mcp-pd {args.command}: {line}", file=sys.stderr)
     if args.command == "export":
         return anyio.run(_export, args, configs)
     try:
         assert http is not None
-        anyio.run(_proxy, args, configs, http)
+        anyio.run(_proxy, args, configs, skipped, http)
     except (ValueError, OSError) as exc:
         print(f"mcp-pd proxy: {exc}", file=sys.stderr)
         return 2
@@ -317,3 +367,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     with contextlib.suppress(ValueError, OSError):
         sys.stdout.flush()
     os._exit(0)
+
+
+def _embeddings(args: argparse.Namespace) -> dict[str, Any]:
+    """`semantic=` for the extension when --embeddings-url names a model server (else the default)."""
+    from mcp_pd._search.remote import from_flags
+
+    endpoint = from_flags(args, "proxy")
+    return {} if endpoint is None else {"semantic": endpoint}

@@ -3,7 +3,16 @@
 Accepts the Claude Desktop / Cursor shape (`command`/`args`/`env`/`cwd` for stdio, `url`/`headers` for Streamable
 HTTP) and VS Code's (`"servers"` with `"type"`). The file is read only if it is a regular file of at most
 `MAX_CONFIG_BYTES` (a FIFO, device or directory at the path is refused without blocking: the gateway re-reads it on
-every edit). Knows nothing about processes or the SDK.
+every edit).
+
+A file pasted from a host holds entries the gateway cannot serve: those are skipped, each with why
+(`HostConfig.skipped`), and the rest are served. Skipped: an SSE or unknown `type`, a placeholder the gateway cannot
+fill (`${input:...}`, an unset `${env:X}`, `${workspaceFolder}` without `--workspace-folder`), an `envFile` it cannot
+read or parse. A malformed entry (wrong shapes, bad names) still refuses the file: that is a mistake to fix, not a
+host feature. Placeholders are expanded in `command`, `args`, `env`, `cwd`, `url`, `headers` and `envFile` the way
+VS Code and Cursor do (`${env:X}`, `${userHome}`, `${workspaceFolder}`, `${workspaceFolderBasename}`,
+`${pathSeparator}`, `${/}`) and Claude Code does (`${X}`, `${X:-default}`). `envFile` (relative to the config
+file's folder) is read by a strict dotenv parser; `env` overrides it. Knows nothing about processes or the SDK.
 """
 
 from __future__ import annotations
@@ -23,12 +32,15 @@ from ._names import server_key
 __all__ = [
     "MAX_CONFIG_BYTES",
     "ConfigError",
+    "HostConfig",
     "UpstreamConfig",
     "check_upstreams",
     "load_config",
     "one_off_stdio",
     "one_off_url",
+    "parse_env_file",
     "read_config_file",
+    "read_host_config",
 ]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\-]")
@@ -44,6 +56,37 @@ _LAUNCHERS = {"npx", "uvx", "bunx", "pnpx", "node", "python", "python3", "uv", "
 
 class ConfigError(ValueError):
     """A configuration the gateway cannot use, said so the author can fix it."""
+
+
+class _Skip(Exception):
+    """An entry valid for its host that the gateway cannot serve: skipped with this reason, the rest served."""
+
+
+_STREAMABLE = (None, "stdio", "http", "streamable-http", "streamableHttp", "streamable_http")
+_PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CLAUDE_DEFAULT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):-(.*)$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class _Host:
+    """What host placeholders expand to."""
+
+    environ: Mapping[str, str]
+    workspace: str | None
+    folder: Path  # the config file's folder: a relative envFile is found there
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """A config file as read: the upstreams to serve, in file order, and (name, why) for each entry skipped."""
+
+    upstreams: list[UpstreamConfig]
+    skipped: list[tuple[str, str]]
+
+    def notes(self) -> list[str]:
+        """One line per skipped entry, for stderr and the operator page."""
+        return [f"server {name!r} skipped: {why}" for name, why in self.skipped]
 
 
 @dataclass(frozen=True)
@@ -110,18 +153,107 @@ def _optional_string(entry: Mapping[str, Any], key: str, where: str) -> str | No
     return value
 
 
-def _upstream(name: str, entry: Any, where: str) -> UpstreamConfig | None:
+def _fill(text: str, host: _Host) -> str:
+    """`text` with its host placeholders expanded; _Skip naming the first one the gateway cannot fill."""
+
+    def one(match: re.Match[str]) -> str:
+        inner = match.group(1)
+        if inner == "userHome":
+            return str(Path.home())
+        if inner in ("workspaceFolder", "workspaceFolderBasename"):
+            if host.workspace is None:
+                raise _Skip(f"uses ${{{inner}}}; start the gateway with --workspace-folder DIR to fill it")
+            return host.workspace if inner == "workspaceFolder" else Path(host.workspace).name
+        if inner in ("pathSeparator", "/"):
+            return os.sep
+        if inner.startswith("env:"):
+            name, default = inner[4:], None
+        elif (claude := _CLAUDE_DEFAULT.match(inner)) is not None:
+            name, default = claude.group(1), claude.group(2)
+        elif _ENV_NAME.match(inner):
+            name, default = inner, None
+        elif inner.startswith("input:"):
+            raise _Skip(
+                f"uses ${{{inner}}}, a value its host prompts for; the gateway cannot ask, so put the value in the "
+                "entry's env or envFile"
+            )
+        else:
+            raise _Skip(f"uses ${{{inner}}}, a placeholder the gateway cannot fill")
+        value = host.environ.get(name, default)
+        if value is None:
+            raise _Skip(f"uses ${{{inner}}}, and {name} is not set in the gateway's environment")
+        return value
+
+    return _PLACEHOLDER.sub(one, text)
+
+
+def parse_env_file(text: str, where: str) -> dict[str, str]:
+    """The variables of a dotenv file: `KEY=VALUE` lines (`export ` allowed), `#` comments, values bare (a ` #`
+    starts a comment), in 'single quotes' (literal) or "double quotes" (`\\n \\t \\" \\\\` escapes), one line
+    each. Nothing is expanded. ConfigError naming the line for anything else: a half-read file must not start a
+    server with half its settings."""
+    found: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[7:].lstrip()
+        key, equals, rest = line.partition("=")
+        key = key.strip()
+        if not equals or not _ENV_NAME.match(key):
+            raise ConfigError(f"{where} line {number}: expected KEY=VALUE (KEY: letters, digits, _)")
+        found[key] = _env_value(rest.strip(), f"{where} line {number}")
+    return found
+
+
+def _env_value(rest: str, where: str) -> str:
+    if not rest or rest[0] not in "'\"":
+        return re.split(r"\s+#", rest, maxsplit=1)[0].rstrip()
+    quote, value, i = rest[0], [], 1
+    escapes = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "$": "$"}
+    while i < len(rest) and rest[i] != quote:
+        if quote == '"' and rest[i] == "\\" and i + 1 < len(rest):
+            value.append(escapes.get(rest[i + 1], "\\" + rest[i + 1]))
+            i += 2
+            continue
+        value.append(rest[i])
+        i += 1
+    if i >= len(rest):
+        raise ConfigError(f"{where}: the value's {quote} quote is not closed on its line")
+    after = rest[i + 1 :].strip()
+    if after and not after.startswith("#"):
+        # Said without the text: an envFile holds secrets, and this reason reaches stderr and the operator page.
+        raise ConfigError(f"{where}: unexpected text after the quoted value")
+    return "".join(value)
+
+
+def _env_file(entry: Mapping[str, Any], where: str, host: _Host) -> dict[str, str]:
+    value = entry.get("envFile")
+    if value is None:
+        return {}
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}.envFile must be a non-empty string")
+    path = host.folder / _fill(value, host)
+    try:
+        return parse_env_file(read_config_file(path), f"envFile {path}")
+    except ConfigError as exc:
+        raise _Skip(str(exc).replace("its config", "an envFile")) from None
+
+
+def _upstream(name: str, entry: Any, where: str, host: _Host) -> UpstreamConfig | None:
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be an object with 'command' (stdio) or 'url' (Streamable HTTP)")
     if entry.get("disabled") is True:
         return None
     kind = entry.get("type") or entry.get("transport")
-    if kind in ("sse",):
-        raise ConfigError(
-            f"{where}: the SSE transport is not supported by the gateway; use the server's Streamable HTTP endpoint"
+    if kind == "sse":
+        raise _Skip(
+            "uses the SSE transport, which the gateway does not speak; give the server's Streamable HTTP endpoint "
+            'as "url" without "type": "sse", or its stdio command'
         )
-    if kind not in (None, "stdio", "http", "streamable-http", "streamableHttp", "streamable_http"):
-        raise ConfigError(f"{where}.type must be 'stdio' or 'http', not {kind!r}")
+    if kind not in _STREAMABLE:
+        raise _Skip(f"has type {kind!r}; the gateway serves only stdio ('command') and Streamable HTTP ('url')")
     command, url = entry.get("command"), entry.get("url")
     if (command is None) == (url is None):
         raise ConfigError(f"{where} needs exactly one of 'command' (stdio) or 'url' (Streamable HTTP)")
@@ -139,23 +271,27 @@ def _upstream(name: str, entry: Any, where: str) -> UpstreamConfig | None:
         if not isinstance(command, str) or not command.strip():
             raise ConfigError(f"{where}.command must be a non-empty string")
         cwd = _optional_string(entry, "cwd", where)
+        args = _strings(entry.get("args", []), f"{where}.args")
+        env = _string_map(entry.get("env", {}), f"{where}.env")
         return UpstreamConfig(
             name,
-            command=command,
-            args=_strings(entry.get("args", []), f"{where}.args"),
-            env=_string_map(entry.get("env", {}), f"{where}.env"),
-            cwd=cwd,
+            command=_fill(command, host),
+            args=tuple(_fill(arg, host) for arg in args),
+            # The file's variables first: `env` overrides them, as in VS Code.
+            env=_env_file(entry, where, host) | {key: _fill(value, host) for key, value in env.items()},
+            cwd=None if cwd is None else _fill(cwd, host),
             prefix=prefix,
             category=category,
             description=description,
             client_sessions=sessions,
         )
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+    if not isinstance(url, str) or not _fill(url, host).startswith(("http://", "https://")):
         raise ConfigError(f"{where}.url must be an http:// or https:// URL")
+    headers = _string_map(entry.get("headers", {}), f"{where}.headers")
     return UpstreamConfig(
         name,
-        url=url,
-        headers=_string_map(entry.get("headers", {}), f"{where}.headers"),
+        url=_fill(url, host),
+        headers={key: _fill(value, host) for key, value in headers.items()},
         prefix=prefix,
         category=category,
         description=description,
@@ -218,9 +354,23 @@ def read_config_file(path: str | Path) -> str:
         raise ConfigError(f"{path}: not UTF-8 text: {exc}") from None
 
 
-def load_config(path: str | Path) -> list[UpstreamConfig]:
-    """The enabled upstreams of a `{"mcpServers": {...}}` (or VS Code `{"servers": {...}}`) file, in file order."""
+def load_config(path: str | Path, *, workspace_folder: str | Path | None = None) -> list[UpstreamConfig]:
+    """The upstreams to serve of a `{"mcpServers": {...}}` (or VS Code `{"servers": {...}}`) file, in file order
+    (`read_host_config` also says which entries were skipped and why)."""
+    return read_host_config(path, workspace_folder=workspace_folder).upstreams
+
+
+def read_host_config(
+    path: str | Path, *, workspace_folder: str | Path | None = None, environ: Mapping[str, str] | None = None
+) -> HostConfig:
+    """A host's config file: the entries to serve, and those skipped with why (see the module's docstring).
+    `workspace_folder` fills `${workspaceFolder}`; `environ` (default: ours) fills `${env:X}`."""
     path = Path(path)
+    host = _Host(
+        os.environ if environ is None else environ,
+        None if workspace_folder is None else str(workspace_folder),
+        path.parent,
+    )
     text = read_config_file(path)
     try:
         data = json.loads(text)
@@ -231,9 +381,18 @@ def load_config(path: str | Path) -> list[UpstreamConfig]:
     servers = data.get("mcpServers", data.get("servers")) if isinstance(data, dict) else None
     if not isinstance(servers, dict):
         raise ConfigError(f'{path}: expected {{"mcpServers": {{"name": {{"command": ...}} or {{"url": ...}}}}}}')
-    upstreams = [u for name, entry in servers.items() if (u := _upstream(name, entry, f"{path}: {name}"))]
+    upstreams: list[UpstreamConfig] = []
+    skipped: list[tuple[str, str]] = []
+    for name, entry in servers.items():
+        try:
+            upstream = _upstream(name, entry, f"{path}: {name}", host)
+        except _Skip as why:
+            skipped.append((name, str(why)))
+            continue
+        if upstream is not None:
+            upstreams.append(upstream)
     check_upstreams(upstreams)
-    return upstreams
+    return HostConfig(upstreams, skipped)
 
 
 def check_upstreams(upstreams: Sequence[UpstreamConfig]) -> None:

@@ -2,6 +2,8 @@
 
 Progressive disclosure is then installed on it exactly as on any server (`build_gateway` is the one place that
 constructs it): describe-before-call is enforced here, per client session, while the upstream sessions are shared.
+A tool that runs only as a task (`execution.taskSupport: "required"`) is left out of the listing with a note: the
+gateway does not carry task-augmented calls, so no client could run it.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ class Gateway:
         self.routes: dict[str, Route] = {}
         self.listing: list[types.Tool] = []
         self.name_notes: tuple[str, ...] = ()  # tools served under another name than usual, and why (`_names`)
+        self.task_notes: tuple[str, ...] = ()  # tools left out because only a task-augmented call runs them
         self.pd: ProgressiveDisclosure | None = None
         # What upstreams ask of clients (roots, sampling, elicitation, logs), and their resources and prompts.
         self.bridge = pool.bridge
@@ -118,9 +121,23 @@ class Gateway:
 
     def _sources(self) -> dict[str, tuple[types.Tool, ...]]:
         sources: dict[str, tuple[types.Tool, ...]] = {}
+        notes = []
         for name, upstream in self.pool.upstreams.items():
             tools = upstream.tools if upstream.tools is not None else self.cached.get(name, CachedServer(())).tools
+            # The gateway does not carry task-augmented calls (it declares no `tasks` capability), and such a tool
+            # refuses any other call: listed, it would be a tool no client can run.
+            required = [t.name for t in tools if t.execution is not None and t.execution.task_support == "required"]
+            if required:
+                notes.append(
+                    f"upstream '{name}': {', '.join(required)} left out of the listing: "
+                    "it runs only as a task, and the gateway does not carry task-augmented calls"
+                )
+                tools = tuple(t for t in tools if t.name not in required)
             sources[name] = tools
+        for note in notes:  # each once while it holds
+            if note not in self.task_notes:
+                logger.warning("%s", note)
+        self.task_notes = tuple(notes)
         return sources
 
     def rebuild(self) -> frozenset[str]:
