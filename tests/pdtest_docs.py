@@ -12,7 +12,15 @@ from typing import Final, Literal
 
 from pdtest import ROOT
 
-DOCS: Final = ("README.md", "docs/architecture.md", "docs/search.md", "agent_demo/README.md", "benchmarks/README.md")
+DOCS: Final = (
+    "README.md",
+    "docs/architecture.md",
+    "docs/extension.md",
+    "docs/gateway.md",
+    "docs/search.md",
+    "agent_demo/README.md",
+    "benchmarks/README.md",
+)
 
 Kind = Literal["stdio", "exit0", "refused", "http", "export", "wheel", "hand"]
 
