@@ -32,6 +32,7 @@ __all__ = [
     "SessionResolver",
     "SessionlessPolicy",
     "client_address",
+    "connection",
     "is_http",
     "principal_key",
 ]
@@ -69,6 +70,12 @@ class ClientId:
     def limit_key(self) -> str:
         """What per-client bounds count against: the client, or for a request alone its peer's bucket."""
         return self.key if self.lasting else self.bucket
+
+
+def connection(ctx: ServerRequestContext[Any, Any]) -> Any:
+    """The SDK's per-client Connection behind `ctx` (None when the SDK does not expose one): the one place that
+    reaches for it, for the resolver here, change announcements and the gateway."""
+    return _connection(ctx)
 
 
 def _connection(ctx: ServerRequestContext[Any, Any]) -> Any:

@@ -5,6 +5,7 @@ Used as a real subprocess by the gateway's isolation tests (test_isolation.py).
   `notifications/roots/list_changed` (as the filesystem server does); `resources/list` lists one
   `folder://<name>` per root it holds, `roots` tells them.
 - `ask QUESTION`: an elicitation during the call; answers what the client said.
+- `ask_roots`: asks its client for roots during the call; answers what it got (or the error).
 - `touch NAME`: tells its subscribers that `folder://NAME` was updated.
 - `later QUESTION MARKER`: answers at once; then, outside any call, logs "later: QUESTION" and sends an elicitation,
   and writes what came back (or the error) to the file MARKER.
@@ -26,6 +27,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
 
 Context = ServerRequestContext[Any, Any]
 warnings.simplefilter("ignore")  # roots and logging are deprecated as of 2026-07-28; this server speaks 2025
@@ -47,6 +49,7 @@ TOOLS = [
         input_schema=_obj(question={"type": "string"}, marker={"type": "string"}),
     ),
     types.Tool(name="roots", description="The folders this server may use.", input_schema={"type": "object"}),
+    types.Tool(name="ask_roots", description="Ask the client for its roots now.", input_schema={"type": "object"}),
     types.Tool(name="touch", description="Say a folder was updated.", input_schema=_obj(name={"type": "string"})),
 ]
 
@@ -94,6 +97,14 @@ async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.
         return _text("scheduled")
     if params.name == "roots":
         return _text(json.dumps(_roots))
+    if params.name == "ask_roots":
+        try:
+            request = types.ListRootsRequest()
+            metadata = ServerMessageMetadata(related_request_id=ctx.request_id)
+            listed = await ctx.session.send_request(request, types.ListRootsResult, metadata=metadata)
+        except MCPError as exc:
+            return _text(f"error: {exc.error.message}")
+        return _text(json.dumps([str(root.uri) for root in listed.roots]))
     if params.name == "touch":
         await ctx.session.send_resource_updated(f"folder://{args['name']}")
         return _text("touched")

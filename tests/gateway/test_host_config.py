@@ -186,7 +186,9 @@ async def test_a_pasted_cursor_file_starts_says_what_it_skipped_and_serves_the_r
     assert "'old'" not in said  # switched off by its owner: nothing to say
     assert "simulate-research-query left out of the listing" in said
     assert "starting 3 upstream(s): memory, filesystem, everything" in said  # what the wait is for
-    assert re.search(r"3 upstream\(s\), 3 running \(ready after memory \d+\.\d s, filesystem", said), said
+    assert re.search(r"3 upstream\(s\), 3 running \(ready after ", said) and all(
+        re.search(rf"\b{name} \d+\.\d s", said) for name in ("memory", "filesystem", "everything")
+    ), said
     lines = said.splitlines()
     assert not [line for line in lines if "Failed" in line or "Connection closed" in line], said
     assert lines[-1] == "mcp-pd proxy: the client disconnected; stopping the upstreams", said

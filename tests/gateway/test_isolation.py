@@ -383,3 +383,47 @@ async def test_a_resource_update_on_one_clients_session_reaches_that_client_only
 
 async def _has(items: list[str]) -> bool:
     return bool(items)
+
+
+@pytest.mark.req("PDX-CARRY-05")
+async def test_an_anonymous_request_never_gives_an_upstream_its_roots(tmp_path: Path, mark: str) -> None:
+    # An upstream that first asks for roots inside a call (not at start-up) is not yet known to use them when an
+    # anonymous 2026-07-28 request calls it. Had that request's roots been given, the session would hold the roots
+    # of a client gone at once, and every later client would be refused as if it were still being served.
+    folders = _folders(tmp_path, "anon", "b")
+    config = write_config(tmp_path / "servers.json", {"asking": _asking(mark, "--no-roots")})
+    async with (
+        http_gateway(config, tmp_path / "gateway.log", "--mode", "eager") as url,
+        http_client(url, mode="2026-07-28", **Peer(folders["anon"]).options()) as anonymous,
+    ):
+        said = _text(await anonymous.call_tool("ask_roots", {}))
+        assert said.startswith("error: ") and "no session or credential" in said, said
+        async with http_client(url, mode="legacy", **Peer(folders["b"]).options()) as b:
+            got = _text(await b.call_tool("ask_roots", {}))
+            assert json.loads(got) == [folders["b"].as_uri()], got
+        # Known now to work on roots, the upstream refuses the anonymous request up front, with why.
+        with pytest.raises(MCPError) as refused:
+            await anonymous.call_tool("ask_roots", {})
+        assert "no session or credential" in refused.value.message
+
+
+@pytest.mark.req("PDX-CARRY-04")
+async def test_with_no_room_a_call_parked_on_a_roots_upstream_refuses_others_at_once(
+    tmp_path: Path, npm: dict[str, Path], mark: str
+) -> None:
+    # maxClientSessions 0 and a's first call parked while the upstream waits for its roots (up to 300 s): b used to
+    # wait behind it for as long. It is refused at once, with why.
+    folders = _folders(tmp_path, "a", "b")
+    config = write_config(tmp_path / "servers.json", {"filesystem": _filesystem(npm, mark, maxClientSessions=0)})
+    tokens = ("--bearer-tokens", str(token_file(tmp_path)))
+    async with (
+        http_gateway(config, tmp_path / "gateway.log", "--mode", "eager", *tokens) as url,
+        http_client(url, ALICE_TOKEN, **Peer(folders["a"]).options()) as a,
+        http_client(url, BOB_TOKEN, mode="legacy", **Peer(folders["b"]).options()) as b,
+    ):
+        arguments = {"path": str(folders["a"] / "note.txt")}
+        parked = await a.session.call_tool("read_text_file", arguments, allow_input_required=True)
+        assert isinstance(parked, types.InputRequiredResult), parked  # asked for its roots; not answered
+        with anyio.fail_after(60), pytest.raises(MCPError) as refused:  # not the 300 s a parked call may last
+            await _read(b, folders["b"])
+        assert "serving another client" in refused.value.message, refused.value.message

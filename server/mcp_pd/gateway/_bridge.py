@@ -43,6 +43,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from mcp_pd._sessions import ClientId, SessionPolicy, SessionResolver
+from mcp_pd._sessions import connection as _connection
 
 from ._roots import RootsKeeper, SessionHost
 from ._rounds import Rounds
@@ -58,10 +59,6 @@ Outcome: TypeAlias = Literal["answered", "refused", "unreached"]
 # for roots before the client that launched the gateway has finished its handshake.
 FIRST_CLIENT_WAIT: Final = 10.0
 REQUEST_TIMEOUT: Final = 300.0
-
-
-def _connection(ctx: Context) -> Any:
-    return getattr(ctx.session, "_connection", None)
 
 
 def _modern(conn: Any) -> bool:
@@ -156,6 +153,8 @@ class ClientBridge:
         if client.lasting and conn is not None and not _modern(conn) and client.key not in self._conns:
             self._conns[client.key] = conn
             self._joined.set()
+        elif client.lasting and self.single_client:
+            self._joined.set()  # a 2026-07-28 client over stdio: joined, though never asked outside its calls
         return client
 
     async def initialized(self, ctx: Context, params: Any) -> None:
@@ -273,6 +272,8 @@ class ClientBridge:
             with anyio.move_on_after(self._wait):
                 await self._joined.wait()
         if not self._conns:
+            if self._joined.is_set():
+                return f"the gateway's client speaks 2026-07-28 and is asked only during its calls ('{upstream}')"
             return f"no client is connected to the gateway to answer upstream '{upstream}'"
         only, conn = next(iter(self._conns.items()))
         return None, conn, only
@@ -280,6 +281,10 @@ class ClientBridge:
     def _unheld(self, key: str) -> bool:
         """Whether session `key` serves no call and holds no client's roots (its roots are nobody's: none)."""
         return not self._calls.get(key) and self.roots.holder(key) is None
+
+    def _lasting(self, *, key_of: str, ctx: Context, upstream: str) -> bool:
+        """Whether the client `key_of` of the call `ctx` on session `upstream` lasts beyond this request."""
+        return all(client.lasting for c, client in self._calls.get(upstream, []) if c is ctx and client.key == key_of)
 
     def _waiting(self, ctx: Context) -> bool:
         exchange = self.rounds.exchange(ctx)
@@ -309,6 +314,13 @@ class ClientBridge:
             error = types.ErrorData(code=types.INVALID_REQUEST, message=f"{label} not available: {target}.")
             return error, "unreached", None
         ctx, conn, client = target
+        if capability == "roots" and ctx is not None and not self._lasting(key_of=client, ctx=ctx, upstream=upstream):
+            # A request alone never gives roots: the session would hold the roots of a client that is gone at once.
+            message = (
+                "Roots not available: this request has no session or credential, and the gateway gives an upstream "
+                "only the roots of a client it can tell apart (a session, or a bearer token)."
+            )
+            return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused", None
         if getattr(_capabilities(conn), capability) is None:
             message = f"{label} not supported: the client did not declare it."
             return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused", client
@@ -372,8 +384,9 @@ class ClientBridge:
             logger.info("log of upstream %r (during %s, not passed on): %s", name, why, params.data)
             return
         conn = next(iter(clients.values()))
-        if conn is None or _modern(conn):
-            return  # 2026-07-28 logs ride the request's own stream, by the request's opt-in
+        if conn is None or _modern(conn):  # gone, or a 2026-07-28 client: nothing carries it to them from here
+            logger.info("log of upstream %r (its client cannot be sent it, not passed on): %s", name, params.data)
+            return
         try:
             with handshake_era():
                 await conn.log(params.level, params.data, logger=name)

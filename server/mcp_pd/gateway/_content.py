@@ -283,6 +283,8 @@ class ContentRouter:
             if conn is not None:
                 (subscribers.add if subscribe else subscribers.discard)(conn)
             # The upstream keeps one subscription for the session's clients: the last to leave ends it.
+            if not subscribers:
+                self._subscribers.pop((key, uri), None)  # nothing kept for a subscription nobody holds
             if subscribe or not subscribers:
                 with handshake_era():  # resources/subscribe is handshake-era only (2026-07-28 listens)
                     await (session.subscribe_resource if subscribe else session.unsubscribe_resource)(own)

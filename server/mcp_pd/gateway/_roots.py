@@ -182,6 +182,7 @@ class RootsKeeper:
         if answered_by is not None and self._live(key):
             self._held[key] = answered_by
             self._answered[key] = time.monotonic()
+            self._seen[answered_by] = time.monotonic()  # so its silence is measured from here (idle counts as gone)
             self._stale.discard(key)
         settled = self._settled.pop(key, None)
         if settled is not None:
@@ -269,6 +270,7 @@ class RootsKeeper:
         who = client.key
         self._active[who] += 1
         self._seen[who] = time.monotonic()
+        self._start_sweep()  # forgets, in time, the clients it remembers here
         try:
             async with self._turn(upstream, client) as key:
                 yield key
@@ -300,10 +302,11 @@ class RootsKeeper:
             return
         while True:
             own = self._own_of(upstream, who)
-            if own is None and not self._shared_free(upstream, who):
-                own = await self._claim(upstream, who)
             if own is not None:
                 own.running += 1
+            elif not self._shared_free(upstream, who):
+                own = await self._claim(upstream, who)  # counted as running from its claim: never another's victim
+            if own is not None:
                 try:
                     yield own.key
                 finally:
@@ -320,6 +323,13 @@ class RootsKeeper:
             held = self._held.get(upstream)
             if held and self._alive(held) and held != who:
                 break  # held by another client and no room for one more: `give` refuses at once, without waiting
+            if turn.others(who):  # another client's call (perhaps parked for minutes) and no room: never wait on it
+                raise MCPError(
+                    types.INVALID_REQUEST,
+                    f"Upstream '{upstream}' works on each client's roots and is serving another client's call now, "
+                    "and no session of this client's own can be opened (maxClientSessions). Try again shortly, or "
+                    "raise maxClientSessions.",
+                )
             await turn.enter(who)
             if self._shared_free(upstream, who) or not self._room(upstream):
                 with _joined(turn, who, entered=True):
@@ -358,7 +368,7 @@ class RootsKeeper:
             victim = min((own for own in taken if not own.running), key=lambda own: own.used)
             self._drop(victim.key)
         self._opened += 1
-        own = _Own(upstream, client, f"{upstream}#{self._opened}")
+        own = _Own(upstream, client, f"{upstream}#{self._opened}", running=1)
         self._own[own.key] = own  # counted before any wait, so two claims never both take the last place
         sessions = self._sessions
         if victim is not None:
@@ -369,10 +379,14 @@ class RootsKeeper:
                 victim.key,
             )
             await sessions.retire(victim.key)
-        if not self._sweeping and sessions.task_group is not None:
-            self._sweeping = True  # from the claim on: an opening cut short is stopped too
-            sessions.task_group.start_soon(self._sweep, name="clients' own upstream sessions")
+        self._start_sweep()  # from the claim on: an opening cut short is stopped too
         return own
+
+    def _start_sweep(self) -> None:
+        sessions = self._sessions
+        if not self._sweeping and sessions is not None and sessions.task_group is not None:
+            self._sweeping = True
+            sessions.task_group.start_soon(self._sweep, name="clients' own upstream sessions")
 
     async def _opened_own(self, key: str) -> None:
         """Open the claimed session `key` unless it is open (or opening: then wait for it)."""
@@ -394,7 +408,7 @@ class RootsKeeper:
         """Stop clients' own sessions whose client has gone or that sat idle for `OWN_IDLE` seconds."""
         assert self._sessions is not None
         try:
-            while self._own:
+            while self._own or self._seen:
                 await anyio.sleep(SWEEP_EVERY)
                 now = time.monotonic()
                 for key, own in list(self._own.items()):
@@ -440,7 +454,7 @@ class RootsKeeper:
             limit = 0 if self._sessions is None else self._sessions.client_sessions(self.upstream(key))
             raise MCPError(
                 types.INVALID_REQUEST,
-                f"Upstream '{key}' works on its client's roots and is serving another client, and "
+                f"Upstream '{self.upstream(key)}' works on its client's roots and is serving another client, and "
                 + (
                     f"all {limit} sessions it may open for other clients are serving calls (maxClientSessions)"
                     if limit
