@@ -117,7 +117,8 @@ async def test_the_cache_reads_no_file_outside_its_folder(tmp_path: Path, mark: 
             assert "SECRET" not in result.model_dump_json()
     text = log.read_text()
     assert "tool '../../secret_tool' of 'named' skipped: its name is not a SEP-986 tool name" in text, text
-    assert f"tool {str(tmp_path / 'absolute')!r} of 'named' skipped" in text
+    absolute = str(tmp_path / "absolute")  # a warning line cuts a long name at 80 characters
+    assert f"tool {absolute[:80]!r}{'...' if len(absolute) > 80 else ''} of 'named' skipped" in text, text
 
 
 @pytest.mark.req("PDX-FILES-02")
