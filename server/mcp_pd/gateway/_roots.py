@@ -372,19 +372,13 @@ class RootsKeeper:
         self._own[own.key] = own  # counted before any wait, so two claims never both take the last place
         sessions = self._sessions
         if victim is not None:
-            logger.info(
-                "upstream %r: every session for clients is taken; stopping the least recently used (%s) for "
-                "another client",
-                upstream,
-                victim.key,
-            )
+            logger.info("upstream %r: all sessions for clients taken; stopping the least recently used", upstream)
             await sessions.retire(victim.key)
         self._start_sweep()  # from the claim on: an opening cut short is stopped too
         return own
 
     def _start_sweep(self) -> None:
-        sessions = self._sessions
-        if not self._sweeping and sessions is not None and sessions.task_group is not None:
+        if not self._sweeping and (sessions := self._sessions) is not None and sessions.task_group is not None:
             self._sweeping = True
             sessions.task_group.start_soon(self._sweep, name="clients' own upstream sessions")
 
