@@ -239,27 +239,27 @@ class ClientBridge:
             "message_handler": message,
         }
 
-    async def _target(self, key: str) -> tuple[Context | None, Any, str] | str:
-        """(the call's context or None, the connection to ask, the client's key), or why there is nobody to ask."""
+    async def _target(self, key: str) -> tuple[Context | None, Any, ClientId] | str:
+        """(the call's context or None, the connection to ask, the client), or why there is nobody to ask."""
         upstream = self.roots.upstream(key)
-        callers: dict[str, Context] = {}
+        callers: dict[str, tuple[Context, ClientId]] = {}
         for ctx, client in self._calls.get(key, []):
             # Of one client's calls, one whose upstream side is not itself waiting for an answer is the asker.
-            if client.key not in callers or self._waiting(callers[client.key]):
-                callers[client.key] = ctx
+            if client.key not in callers or self._waiting(callers[client.key][0]):
+                callers[client.key] = ctx, client
         if len(callers) > 1:
             return (
                 f"{len(callers)} clients have calls in flight on upstream '{upstream}', which shares one session "
                 "among them, so the gateway cannot tell whose request this is"
             )
         if callers:
-            caller, ctx = next(iter(callers.items()))
+            ctx, caller = next(iter(callers.values()))
             return ctx, _connection(ctx), caller
         holder = self.roots.holder(key)
         if holder is not None:  # the one client this session serves, when it can be reached outside a call
             conn = self._conns.get(holder)
             if conn is not None:
-                return None, conn, holder
+                return None, conn, ClientId(holder)
             return (
                 f"upstream '{upstream}' asked outside its client's calls, and that client can be asked only during them"
             )
@@ -276,15 +276,11 @@ class ClientBridge:
                 return f"the gateway's client speaks 2026-07-28 and is asked only during its calls ('{upstream}')"
             return f"no client is connected to the gateway to answer upstream '{upstream}'"
         only, conn = next(iter(self._conns.items()))
-        return None, conn, only
+        return None, conn, ClientId(only)
 
     def _unheld(self, key: str) -> bool:
         """Whether session `key` serves no call and holds no client's roots (its roots are nobody's: none)."""
         return not self._calls.get(key) and self.roots.holder(key) is None
-
-    def _lasting(self, *, key_of: str, ctx: Context, upstream: str) -> bool:
-        """Whether the client `key_of` of the call `ctx` on session `upstream` lasts beyond this request."""
-        return all(client.lasting for c, client in self._calls.get(upstream, []) if c is ctx and client.key == key_of)
 
     def _waiting(self, ctx: Context) -> bool:
         exchange = self.rounds.exchange(ctx)
@@ -314,7 +310,7 @@ class ClientBridge:
             error = types.ErrorData(code=types.INVALID_REQUEST, message=f"{label} not available: {target}.")
             return error, "unreached", None
         ctx, conn, client = target
-        if capability == "roots" and ctx is not None and not self._lasting(key_of=client, ctx=ctx, upstream=upstream):
+        if capability == "roots" and not client.lasting:
             # A request alone never gives roots: the session would hold the roots of a client that is gone at once.
             message = (
                 "Roots not available: this request has no session or credential, and the gateway gives an upstream "
@@ -323,10 +319,10 @@ class ClientBridge:
             return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused", None
         if getattr(_capabilities(conn), capability) is None:
             message = f"{label} not supported: the client did not declare it."
-            return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused", client
+            return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused", client.key
         if _modern(conn):
-            return (*await self._ask_in_rounds(ctx, request, result_type, capability, label), client)
-        return (*await self._send(ctx, conn, request, result_type, capability, label), client)
+            return (*await self._ask_in_rounds(ctx, request, result_type, capability, label), client.key)
+        return (*await self._send(ctx, conn, request, result_type, capability, label), client.key)
 
     async def _send(
         self, ctx: Context | None, conn: Any, request: Any, result_type: type[Any], capability: str, label: str
