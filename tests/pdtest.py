@@ -94,8 +94,14 @@ def http_subprocess(*args: str) -> Iterator[str]:
 @asynccontextmanager
 async def http_in_process(app: Any, **http_options: Any) -> AsyncIterator[str]:
     """Serve a low-level Server's Streamable HTTP app with uvicorn inside this event loop."""
+    async with serve_asgi(app.streamable_http_app(host="127.0.0.1", **http_options)) as url:
+        yield url
+
+
+@asynccontextmanager
+async def serve_asgi(starlette_app: Any) -> AsyncIterator[str]:
+    """An ASGI app with a Streamable HTTP endpoint at /mcp, served by uvicorn on a free loopback port in this loop."""
     port = free_port()
-    starlette_app = app.streamable_http_app(host="127.0.0.1", **http_options)
     config = uvicorn.Config(starlette_app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as tg:

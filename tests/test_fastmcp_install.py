@@ -17,11 +17,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import fastmcp
 import httpx2
 import pytest
-import uvicorn
 from fastmcp import Client, Context, FastMCP
 from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
@@ -34,7 +32,7 @@ from mcp.server import MCPServer
 from mcp.server.lowlevel import Server
 from mcp_pd import MINIMAL_INPUT_SCHEMA, ProgressiveDisclosure
 from mcp_pd_conformance import Options, Report, Target, render, run_suite
-from pdtest import ROOT, free_port, http_command
+from pdtest import ROOT, http_command, serve_asgi
 
 pytestmark = pytest.mark.anyio
 URI = "resource:///tool_descriptions"
@@ -289,16 +287,8 @@ def test_fastmcp_stays_optional() -> None:
 @asynccontextmanager
 async def serve_http(app: FastMCP[Any]) -> AsyncIterator[str]:
     """`app.http_app()` (what `app.run(transport="http")` serves) on a free loopback port, in this event loop."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app.http_app(), host="127.0.0.1", port=port, log_level="warning"))
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        while not server.started:
-            await anyio.sleep(0.01)
-        try:
-            yield f"http://127.0.0.1:{port}/mcp"
-        finally:
-            server.should_exit = True
+    async with serve_asgi(app.http_app()) as url:
+        yield url
 
 
 async def status_without_token(url: str, token: str) -> int:
