@@ -108,3 +108,55 @@ async def test_the_served_answer_says_when_no_tool_clearly_fits_and_flags_destru
         rows = {r["name"]: r for r in answer["results"]}
         assert rows["delete_file"]["match"] == "weak" and "destructive" in rows["delete_file"]["warning"]
         assert all("warning" not in r for r in answer["results"] if r["name"] != "delete_file")
+
+
+# -- the study (benchmarks/search_bands.py --study): its figures are what docs/search.md's negative result rests on --
+
+
+@pytest.fixture
+def study(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from pdtest import ROOT
+
+    monkeypatch.syspath_prepend(str(ROOT))  # the benchmarks package sits beside the server, not installed
+    import benchmarks.search_bands as module
+
+    return module
+
+
+def test_the_study_reads_the_first_hit_the_search_answers(hybrid: SearchIndex, study: Any) -> None:
+    # The study reads the index's internals (the single rankings); it must describe the hit users get.
+    hubs = study.hubness(hybrid)
+    for query, tool in CLEAR.items():
+        first = hybrid.search(query).hits[0]
+        record = study.first_hit(hybrid, query, None, hubs, True)
+        assert (record["first"], record["cosine"], record["coverage"]) == (tool, first.cosine, first.coverage)
+        assert record["dense_rank"] == 0 and record["agree"] >= 1, record  # a clear request: the model's own first
+        assert 0.0 <= record["stability"] <= 1.0 and 0.0 <= record["category_agree"] <= 1.0
+        lexical = study.first_hit(hybrid, query, None, hubs, False)
+        assert lexical["first"] == hybrid.search(query, semantic=False).hits[0].name
+    hidden = study.first_hit(hybrid, "open a pull request", lambda n: n != "create_pull_request", hubs, True)
+    assert hidden["first"] not in (None, "create_pull_request")
+
+
+def test_the_study_scores_separation_and_the_goals_as_defined(study: Any) -> None:
+    def record(kind: str, right: bool, cosine: float) -> dict[str, Any]:
+        return {"kind": kind, "relevant": ["t"], "first": "t" if right else "u", "cosine": cosine}
+
+    # 8 right first hits (cosine 0.55-0.9), 4 wrong ones of answerable queries and 3 of unanswerable ones
+    # (0.2-0.6), one abstention.
+    records = [record("task", True, c) for c in (0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)]
+    records += [record("task", False, c) for c in (0.2, 0.3, 0.4, 0.6)]
+    records += [record("none", False, c) for c in (0.25, 0.35, 0.6)]
+    records.append({"kind": "none", "relevant": [], "first": None})
+    scored = study.Scored(records, ("cosine",))
+    assert scored.unanswerable == 4 and int(scored.right.sum()) == 8 and len(scored.right) == 15
+    # 56 pairs: the 5 wrong hits under 0.55 lose to all 8; each wrong 0.6 loses to 6 and ties 1.
+    assert study.auc(scored.x[:, 0], scored.right) == pytest.approx((5 * 8 + 2 * 6.5) / 56)
+    # Strong from 0.6: 7 right, 2 wrong (one unanswerable): 22% wrong, too many; from 0.65: 6 right, none wrong.
+    assert scored.goals(scored.x[:, 0] >= 0.6) == pytest.approx((7 / 8, 2 / 9, 3 / 4))
+    threshold, reach = study.best_threshold([scored.x[:, 0]], [scored])
+    assert (threshold, reach) == (pytest.approx(0.65), pytest.approx(6 / 8))
+    # A logistic model over a separating feature ranks every right first hit above every wrong one.
+    fitted = study.fit_logistic([scored])(scored.x)
+    assert study.auc(fitted, scored.right) > 0.9
+    assert study.auc(-scored.x[:, 0], scored.right) == pytest.approx(1 - study.auc(scored.x[:, 0], scored.right))

@@ -51,7 +51,9 @@ class SearchConfig:
     # LiveMCPBench, MetaTool and our dev set together (never one set): among the grid points where every one of those
     # sets keeps >= 70% of its unanswerable queries free of strong rows and <= 10% of its strong rows wrong, the one
     # with the most right first hits marked strong (mean over the sets); checked on our held-out sets (heldout,
-    # bands). Precision comes first: the model cannot also mark 80% of right first hits strong (docs/search.md).
+    # bands). Precision comes first: the model cannot also mark 80% of right first hits strong, and no richer evidence
+    # tried (margins, single-ranking ranks, rare words, categories, hubness, stability, logistic models; `--study`)
+    # could either, across sets or even fit on each set (docs/search.md, "Richer evidence").
     # Hybrid: strong = the first hit, leading the second by this share of its score, with a cosine this high ...
     band_lead: float = 0.05
     band_strong_cosine: float = 0.6
