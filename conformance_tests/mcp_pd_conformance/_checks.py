@@ -30,8 +30,10 @@ from ._text import (
     explains_consequence,
     explains_fetch_first,
     explains_tools_list,
+    only_the_name,
     parameter_docs,
     strings_in,
+    usage_instruction,
 )
 
 __all__ = [
@@ -107,6 +109,8 @@ class Discovery:
     safe_reason: str = "no tool was chosen"
     # Full definitions read during the run, by name (see _definitions.learn_definitions).
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The read each of `entries` came from (the report shows it with a problem found in that definition).
+    read_from: dict[str, Exchange] = field(default_factory=dict)
     # Catalog mode: the tools behind call_tool, as browse_tools named them (see _browse.adopt_catalog).
     behind: list[dict[str, Any]] = field(default_factory=list)
 
@@ -230,12 +234,25 @@ async def tools_list(peer: Peer, rec: Recorder, disc: Discovery) -> None:
     else:
         rec.ok("tools-list/description-concise", f"all listed descriptions are at most {DESCRIPTION_LIMIT} chars")
 
+    said = {t["name"]: str(t.get("description") or "") for t in disc.tools}
+    named = [name for name, text in said.items() if only_the_name(text, name)]
+    if named:
+        rec.fail(
+            "tools-list/description-not-name",
+            f"{len(named)} tools are described by their own name only: "
+            + "; ".join(f"{name}: {said[name]!r}" for name in named[:4]),
+            expected="a sentence saying what the tool does, enough to choose it without reading its definition",
+            exchange=last,
+        )
+    else:
+        rec.ok("tools-list/description-not-name", f"no description of {n} tools is only the tool's name")
+
     vague = []
     for tool in disc.tools:
         text = str(tool.get("description") or "")
         words = re.findall(r"[A-Za-z]{2,}", text)
         restated = {_norm(text)} & {_norm(str(tool["name"])), _norm(str(tool.get("title") or ""))}
-        if text and (len(words) < 3 or restated):
+        if text and tool["name"] not in named and (len(words) < 3 or restated):
             vague.append(f"{tool['name']}: {text!r}")
     if vague:
         rec.fail(
@@ -248,7 +265,8 @@ async def tools_list(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         rec.ok("tools-list/description-purpose", "every description is a sentence of at least three words")
 
     _distinct_descriptions(rec, disc, last)
-    _parameter_docs(rec, disc, last)
+    documented = _parameter_docs(rec, disc, last)
+    _usage_instructions(rec, disc, last, documented)
     _hidden_detail(rec, disc, last)
 
     forms: dict[str, int] = {}
@@ -304,8 +322,9 @@ def _distinct_descriptions(rec: Recorder, disc: Discovery, last: Exchange) -> No
         rec.ok("tools-list/distinct-descriptions", f"all {len(disc.tools)} listed descriptions differ")
 
 
-def _parameter_docs(rec: Recorder, disc: Discovery, last: Exchange) -> None:
-    found = []
+def _parameter_docs(rec: Recorder, disc: Discovery, last: Exchange) -> set[str]:
+    """tools-list/no-parameter-docs; the names of the tools it failed."""
+    found, names = [], set()
     for tool in disc.gated_tools:
         text = str(tool.get("description") or "")
         docs, call = parameter_docs(text), call_example(text, tool["name"])
@@ -313,6 +332,8 @@ def _parameter_docs(rec: Recorder, disc: Discovery, last: Exchange) -> None:
             found.append(f"{tool['name']} documents parameters ({docs!r})")
         elif call:
             found.append(f"{tool['name']} shows a call example ({call!r})")
+        if docs or call:
+            names.add(tool["name"])
     if found:
         rec.fail(
             "tools-list/no-parameter-docs",
@@ -322,6 +343,27 @@ def _parameter_docs(rec: Recorder, disc: Discovery, last: Exchange) -> None:
         )
     else:
         rec.ok("tools-list/no-parameter-docs", "no listed description documents parameters or shows a call")
+    return names
+
+
+def _usage_instructions(rec: Recorder, disc: Discovery, last: Exchange, documented: set[str]) -> None:
+    """tools-list/no-usage-instructions (3.1 MUST NOT): how to call the tool belongs in its full definition.
+    Tools whose description no-parameter-docs already failed are not judged twice."""
+    found = []
+    for tool in disc.gated_tools:
+        said = usage_instruction(str(tool.get("description") or ""))
+        if said and tool["name"] not in documented:
+            found.append(f"{tool['name']}: {short(said, 100)!r}")
+    if found:
+        rec.fail(
+            "tools-list/no-usage-instructions",
+            f"{len(found)} listed descriptions tell the caller how to call the tool: {'; '.join(found[:4])}",
+            expected="what the tool does and when to use it; how to call it (argument rules, what to pass, what to "
+            "call first) in the full description",
+            exchange=last,
+        )
+    else:
+        rec.ok("tools-list/no-usage-instructions", "no listed description carries usage instructions")
 
 
 _STANDARD_HINTS = frozenset({"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"})
@@ -585,6 +627,10 @@ def _judge_bodies(rec: Recorder, disc: Discovery, reads: list[tuple[list[str], E
         for name in requested:
             if name in got and name not in entries:
                 entries[name] = (got[name], exchange, body)
+    # Every definition the run learned is judged, not only those of the reads above: reading one has no side effect.
+    for name, entry in disc.entries.items():
+        if name not in entries and name in disc.read_from:
+            entries[name] = (entry, disc.read_from[name], read_body(disc.read_from[name]))
     if not any(body.mapping is not None for _, _, body in reads):
         reason = "no read returned a JSON object (see resource-read/single-tool)"
         for check in ("only-requested", "no-preamble", "full-entry", "complete-schema", "examples", "error-guidance"):
@@ -605,10 +651,13 @@ def _judge_bodies(rec: Recorder, disc: Discovery, reads: list[tuple[list[str], E
         expected="every top-level key is a requested tool name, and nothing precedes the JSON",
         shown=None,
     )
-    _judge_entries(rec, entries)
+    _judge_entries(rec, entries, len(disc.names))
 
 
-def _judge_entries(rec: Recorder, entries: dict[str, tuple[Any, Exchange, Body]]) -> None:
+def _judge_entries(rec: Recorder, entries: dict[str, tuple[Any, Exchange, Body]], listed: int) -> None:
+    """full-entry, complete-schema, examples and error-guidance over every definition read (at most
+    _definitions.MAX_DEFINITIONS of them: the first listed tools'). An entry named after another tool is
+    resource-read/entries-match-keys' to judge."""
     bad: list[tuple[str, Exchange]] = []
     thin: list[tuple[str, Exchange]] = []
     no_examples: list[tuple[str, Exchange]] = []
@@ -619,7 +668,7 @@ def _judge_entries(rec: Recorder, entries: dict[str, tuple[Any, Exchange, Body]]
             bad.append((f"{name}: the entry is not an object", exchange))
             continue
         problems = []
-        if entry.get("name") != name:
+        if not isinstance(entry.get("name"), str):
             problems.append(f"name is {entry.get('name')!r}")
         if not isinstance(entry.get("description"), str) or not entry["description"].strip():
             problems.append("no description")
@@ -634,7 +683,9 @@ def _judge_entries(rec: Recorder, entries: dict[str, tuple[Any, Exchange, Body]]
             used = example_arguments(entry)
             if used:  # the tool takes arguments, yet its schema does not declare them
                 problems.append(f"its examples pass {sorted(used)[:5]} but its inputSchema declares no properties")
-            else:
+            elif not isinstance(schema.get("properties"), dict):
+                # "properties": {} says the tool takes no arguments (what SDKs serve for such tools); the open
+                # placeholder of 3.1 says nothing.
                 thin.append((name, exchange))
         if problems:
             bad.append((f"{name}: {', '.join(problems)}", exchange))
@@ -649,7 +700,9 @@ def _judge_entries(rec: Recorder, entries: dict[str, tuple[Any, Exchange, Body]]
             versions.append(f"content _meta keys {sorted(body.meta)}")
     if not entries:
         return
-    served = ", ".join(entries)
+    served = f"{len(entries)} definitions ({short(', '.join(entries), 80)})"
+    if len(entries) < listed:
+        served += f", the first of {listed} listed tools"
 
     def judge(check_id: str, problems: list[tuple[str, Exchange]], ok: str, fail: str, expected: str) -> None:
         rec.judge(check_id, problems, ok=ok, expected=expected, prefix=fail, shown=4)
@@ -657,7 +710,7 @@ def _judge_entries(rec: Recorder, entries: dict[str, tuple[Any, Exchange, Body]]
     judge(
         "resource-read/full-entry",
         bad,
-        f"entries for {served} have name, description and inputSchema",
+        f"{served}: each has name, description and inputSchema",
         "",
         'each entry: {"name": <the name>, "description": "...", "inputSchema": {"type": "object", ...}}',
     )
@@ -665,21 +718,21 @@ def _judge_entries(rec: Recorder, entries: dict[str, tuple[Any, Exchange, Body]]
         "resource-read/complete-schema",
         thin,
         "served schemas declare their parameters",
-        "inputSchema declares no properties (no more than the minimal form): ",
+        f"{len(thin)} of {len(entries)} inputSchemas declare no properties (no more than the minimal form): ",
         "the complete schema: properties, required, types",
     )
     judge(
         "resource-read/examples",
         no_examples,
-        f"examples served for {served}",
-        "no examples for: ",
+        f"examples in {served}",
+        f"no examples in {len(no_examples)} of {len(entries)} definitions: ",
         '"examples": [{"description": ..., "input": {...}}]',
     )
     judge(
         "resource-read/error-guidance",
         no_guidance,
-        f"error guidance served for {served}",
-        "no error_guidance for: ",
+        f"error guidance in {served}",
+        f"no error_guidance in {len(no_guidance)} of {len(entries)} definitions: ",
         '"error_guidance": {...}',
     )
     found = list(dict.fromkeys(versions))[:3]
@@ -706,7 +759,15 @@ async def _unknown_name(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         and isinstance(entry.get("available_tools"), list)
     ):
         strangers = [n for n in entry["available_tools"] if n not in disc.names]
-        if strangers:
+        wording = f"Tool '{unknown}' not found"
+        if not re.fullmatch(re.escape(wording) + r"(?:[.;:,!]\s*.*|\s+\(.*)?", entry["error"], re.DOTALL):
+            rec.fail(
+                "resource-read/unknown-tool-entry",
+                f"the error reads {short(entry['error'], 100)!r}, not the spec's wording",
+                expected=f'"error": "{wording}" (spec 6.3; a hint may follow it)',
+                exchange=exchange,
+            )
+        elif strangers:
             rec.fail(
                 "resource-read/unknown-tool-entry",
                 f"available_tools names tools not in tools/list: {strangers[:5]}",
@@ -771,12 +832,18 @@ def _missing_selection_doc(exchange: Exchange) -> tuple[dict[str, Any] | None, s
     return error_document(read_body(exchange).value), "content"
 
 
+def _wrapped(exchange: Exchange) -> bool:
+    """Whether the error document came as spec 6.1 writes it, inside {"error": {...}} (not the inner object bare)."""
+    value = exchange.error.data if exchange.error is not None else read_body(exchange).value
+    return isinstance(value, dict) and isinstance(value.get("error"), dict)
+
+
 async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery) -> None:
     """Scenario missing-selection: reads without tool names (spec 4.3, 6.1)."""
     if disc.base is None:
         rec.skip_scenario("missing-selection", NO_RESOURCE)
         return
-    documents: list[dict[str, Any]] = []
+    documents: list[tuple[dict[str, Any], Exchange]] = []
     for check_id, uri in (
         ("missing-selection/no-query", disc.base),
         ("missing-selection/empty-tools", f"{disc.base}?tools="),
@@ -785,7 +852,7 @@ async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         document, via = _missing_selection_doc(exchange)
         expected = "a JSON-RPC error whose data is {error: {code: MISSING_TOOL_SELECTION, ...}}"
         if document is not None and document.get("code") == MISSING_TOOL_SELECTION:
-            documents.append(document)
+            documents.append((document, exchange))
             if via == "error":
                 rec.ok(check_id, f"reading {uri} failed with MISSING_TOOL_SELECTION")
             else:
@@ -803,8 +870,10 @@ async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery) -> None:
     if not documents:
         rec.skip("missing-selection/error-document", "no MISSING_TOOL_SELECTION document was returned")
         return
-    document = documents[0]
+    document, first = documents[0]
     problems = []
+    if not _wrapped(first):
+        problems.append('the document is the bare {"code", ...} object, not wrapped in {"error": {...}}')
     message = document.get("message")
     if message != MISSING_MESSAGE:
         problems.append(f"the message is {short(message, 120)!r}, not the spec's")
@@ -816,9 +885,9 @@ async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         rec.fail(
             "missing-selection/error-document",
             "; ".join(problems),
-            expected=f'{{"code": "MISSING_TOOL_SELECTION", "message": "{MISSING_MESSAGE}", '
-            f'"examples": {short(wanted)}}} (spec 6.1, with this server\'s base URI)',
-            exchange=Exchange("resources/read", {"uri": disc.base}, {"error": document}),
+            expected=f'{{"error": {{"code": "MISSING_TOOL_SELECTION", "message": "{MISSING_MESSAGE}", '
+            f'"examples": {short(wanted)}}}}} (spec 6.1, with this server\'s base URI)',
+            exchange=first,
         )
     else:
         rec.ok("missing-selection/error-document", f"message {message!r}, examples {short(examples, 160)}")

@@ -5,7 +5,9 @@ one name at a time when a batch is refused). `schema_valid` validates each serve
 each example against it with jsonschema; `listed_schema_agrees` checks that the minimal schema in tools/list
 accepts every call the full one does; `violating_arguments` builds a call its full schema rejects (to probe a
 gate without running the tool). `judge_reads` looks at every resources/read the run sent:
-every content item, its MIME type, and whether a successful read silently held fewer tools than asked.
+every content item, its MIME type, whether a successful read silently held fewer tools than asked, whether each
+entry is its key's definition (the same in every read), and whether reads naming unknown tools kept to the
+requested names as keys.
 """
 
 from __future__ import annotations
@@ -50,22 +52,26 @@ _OUTSIDE_ENUM = "pd_conformance_not_allowed"
 async def learn_definitions(
     peer: Peer, disc: Discovery, limit: int = MAX_DEFINITIONS, names: list[str] | None = None
 ) -> None:
-    """Fill `disc.entries` (and `disc.hints`) for the first `limit` of `names` (default: the listed tools)."""
+    """Fill `disc.entries` (and `disc.hints`, `disc.read_from`) for the first `limit` of `names` (default: the
+    listed tools); every one of them is judged (resource-read/full-entry and the rest), whatever the tool does."""
     if disc.base is None:
         return
     pending = [n for n in (disc.names if names is None else names)[:limit] if n not in disc.entries]
     size = _BATCH
     while pending:
         batch = pending[:size]
-        body = read_body(await peer.read(selection_uri(disc.base, *batch)))
+        exchange = await peer.read(selection_uri(disc.base, *batch))
+        body = read_body(exchange)
         if body.mapping is None and size > 1:
             size = 1  # perhaps fewer names per read are allowed
             continue
         pending = pending[len(batch) :]
         for name in batch:
             entry = (body.mapping or {}).get(name)
-            if isinstance(entry, dict) and "error" not in entry:
+            # An entry named after another tool is not this tool's definition (resource-read/entries-match-keys).
+            if isinstance(entry, dict) and "error" not in entry and entry.get("name", name) == name:
                 disc.entries[name] = entry
+                disc.read_from[name] = exchange
                 if isinstance(entry.get("annotations"), dict):
                     disc.hints.setdefault(name, entry["annotations"])
 
@@ -228,15 +234,118 @@ def _requested(uri: str, base: str) -> list[str] | None:
     return [n for n in query[len("tools=") :].split(",") if n]
 
 
+_KEY_CHECKS = ("entries-match-keys", "requested-keys-only")
+
+
+def _plain_reads(disc: Discovery, reads: list[Exchange]) -> list[tuple[list[str], dict[str, Any], Exchange]]:
+    """The reads of the `<base>?tools=a,b` form that returned a JSON object: (names, object, exchange)."""
+    assert disc.base is not None
+    found = []
+    for exchange in reads:
+        requested = _requested(str(exchange.params["uri"]), disc.base)
+        got = read_body(exchange).mapping
+        if requested and got is not None:
+            found.append((requested, got, exchange))
+    return found
+
+
+def _entries_match_keys(rec: Recorder, disc: Discovery, reads: list[Exchange]) -> None:
+    """resource-read/entries-match-keys (4.4): under each requested name, that tool's definition, in every read of
+    the run: named after its key, the same inputSchema whichever names were read with it, and the hints tools/list
+    gave it. A server that pairs names with definitions by position passes a one-name read and fails here."""
+    listed = set(disc.names)
+    hinted = {t["name"]: t["annotations"] for t in disc.gated_tools if isinstance(t.get("annotations"), dict)}
+    first: dict[str, tuple[str, str]] = {}  # name -> (its inputSchema as JSON, the selection it was first read in)
+    problems: dict[str, tuple[str, Exchange]] = {}  # one per tool
+    judged = 0
+    for requested, got, exchange in _plain_reads(disc, reads):
+        selection = f"?tools={','.join(requested)}"
+        for name in requested:
+            entry = got.get(name)
+            if name not in listed or not isinstance(entry, dict) or "error" in entry or name in problems:
+                continue
+            judged += 1
+            named, hints, schema = entry.get("name"), entry.get("annotations"), entry.get("inputSchema")
+            if isinstance(named, str) and named != name:
+                problems[name] = (f"{selection}: the entry under {name} is the definition of {named!r}", exchange)
+                continue
+            if isinstance(hints, dict) and name in hinted:
+                clash = next(
+                    (
+                        f"{hint}={json.dumps(hinted[name][hint])} in tools/list, {json.dumps(hints[hint])} in its entry"
+                        for hint in ("readOnlyHint", "destructiveHint")
+                        if isinstance(hinted[name].get(hint), bool)
+                        and isinstance(hints.get(hint), bool)
+                        and hinted[name][hint] != hints[hint]
+                    ),
+                    None,
+                )
+                if clash:
+                    problems[name] = (f"{selection}: {name} has {clash}", exchange)
+                    continue
+            text = json.dumps(schema, sort_keys=True)
+            seen, where = first.setdefault(name, (text, selection))
+            if seen != text:
+                properties = sorted(schema.get("properties") or {}) if isinstance(schema, dict) else schema
+                problems[name] = (
+                    f"{name}: its inputSchema in {selection} (properties {short(properties, 60)}) is not the one "
+                    f"{where} served",
+                    exchange,
+                )
+    if not judged:
+        rec.skip("resource-read/entries-match-keys", "no read returned a definition of a listed tool")
+        return
+    rec.judge(
+        "resource-read/entries-match-keys",
+        list(problems.values()),
+        ok=f"{judged} entries in the run's reads: each the definition of its key, the same in every read",
+        expected='under each requested name, that tool\'s definition: {"<name>": {"name": "<name>", ...}}, the same '
+        "whichever names are read with it",
+        prefix=f"{len(problems)} tools were answered with another definition: ",
+    )
+
+
+def _requested_keys_only(rec: Recorder, disc: Discovery, reads: list[Exchange]) -> None:
+    """resource-read/requested-keys-only (4.4: only the requested names as keys), in reads naming unknown tools:
+    a key that only such reads carry (e.g. {"errors": {...}} grouping them) is neither a tool nor requested. Keys
+    that reads of listed names carry too are resource-read/no-preamble's to judge."""
+    listed = set(disc.names)
+    plain = _plain_reads(disc, reads)
+    usual = {k for requested, got, _ in plain if set(requested) <= listed for k in got if k not in requested}
+    naming = [(requested, got, x) for requested, got, x in plain if not set(requested) <= listed]
+    if not naming:
+        rec.skip("resource-read/requested-keys-only", "no read of the run named an unknown tool")
+        return
+    problems: dict[tuple[str, ...], tuple[str, Exchange]] = {}
+    for requested, got, exchange in naming:
+        strangers = tuple(k for k in got if k not in requested and k not in listed and k not in usual)
+        unknown = [n for n in requested if n not in listed]
+        grouped = [k for k in strangers if any(n in json.dumps(got[k]) for n in unknown)]
+        if strangers and strangers not in problems:
+            why = f" (holding {', '.join(unknown[:2])})" if grouped else ""
+            message = f"?tools={','.join(requested)}: unrequested top-level keys {list(strangers[:4])}{why}"
+            problems[strangers] = (message, exchange)
+    rec.judge(
+        "resource-read/requested-keys-only",
+        list(problems.values()),
+        ok=f"{len(naming)} reads naming unknown tools kept to the requested names as keys",
+        expected='only requested names as keys; an unknown name\'s error entry under that name: {"<name>": {"error": '
+        "...}}",
+        prefix="",
+    )
+
+
 def judge_reads(rec: Recorder, disc: Discovery, reads: list[Exchange]) -> None:
     """content-items, content-mime-type and complete-responses over every successful read of the run."""
     if disc.base is None:
         return
     mine = [r for r in reads if base_uri(str(r.params.get("uri", ""))) == disc.base and r.error is None]
     if not mine:
-        for check in ("content-items", "content-mime-type", "complete-responses"):
+        for check in ("content-items", "content-mime-type", "complete-responses", *_KEY_CHECKS):
             rec.skip(f"resource-read/{check}", "no read of the resource succeeded")
         return
+    _entries_match_keys(rec, disc, mine)
+    _requested_keys_only(rec, disc, mine)
     split: list[tuple[str, Exchange]] = []
     mime: list[tuple[str, Exchange]] = []
     short_reads: list[tuple[str, Exchange]] = []

@@ -4,11 +4,14 @@ Session G opens with the era sessions, before anything is fetched anywhere, and 
 unfetched (`open_grants`). At the end of the run it goes on (`finish_grants`): reads that must grant
 nothing, a read of another tool, one read of several tools, a longer stretch of other requests (and,
 with --grant-hold, a wait), each followed by calls. A fresh session H checks that a read mixing known
-and unknown names authorizes the known ones. Only read-only tools (or --call-tool) are ever called.
+and unknown names authorizes the known ones, and that its grant outlives refusals (a read without a
+selection, an unfetched call of another tool, a read of an unknown name). Only read-only tools (or
+--call-tool) are ever called.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +29,7 @@ MAX_SAFE_TOOLS = 8
 # Checked in a session of its own, whatever became of session G (see _unsafe).
 APART = frozenset({"grants/unsafe-tools-gated"})
 STRETCH = 24  # other requests between the read and the calls of grants/persist-through-session
+SURVIVE = "grants/survive-refusals"
 
 
 def safe_tools(disc: Discovery) -> list[str]:
@@ -300,20 +304,65 @@ async def _mixed(pool: Pool, target: Target, g: GrantsSession, rec: Recorder, di
         h = await pool.open(target, g.mode)
     except ConnectFailure as exc:
         rec.skip("grants/mixed-read-authorizes-known", f"could not open a session: {exc.message}")
+        rec.skip(SURVIVE, f"could not open a session: {exc.message}")
         return
     try:
         read = await h.peer.read(selection_uri(disc.base, first, unknown))
         exchange = await h.peer.call(first, g.arguments.get(first, {}))
+        outcome = classify_call(exchange)
+        if read.error is not None or g.refused(outcome):
+            what = f"the read failed ({short(read.received, 120)})" if read.error is not None else outcome.describe()
+            rec.fail(
+                "grants/mixed-read-authorizes-known",
+                f"after reading ?tools={first},{unknown} in a new session, {first}: {what}",
+                expected=f"{first} passes the gate: its definition was served",
+                exchange=read if read.error is not None else exchange,
+            )
+            # survive-refusals needs a grant, not that one: a read of the tool alone gives it.
+            await h.peer.read(selection_uri(disc.base, first))
+            outcome = classify_call(await h.peer.call(first, g.arguments.get(first, {})))
+            if g.refused(outcome):
+                rec.skip(SURVIVE, f"even a read of {first} alone left it refused in session H: nothing to keep")
+                return
+        else:
+            rec.ok("grants/mixed-read-authorizes-known", f"?tools={first},{unknown} authorized {first}")
+        await _survive_refusals(h, g, rec, disc.base, unknown)
     finally:
         await h.close()
-    outcome = classify_call(exchange)
-    if read.error is not None or g.refused(outcome):
-        what = f"the read failed ({short(read.received, 120)})" if read.error is not None else outcome.describe()
-        rec.fail(
-            "grants/mixed-read-authorizes-known",
-            f"after reading ?tools={first},{unknown} in a new session, {first}: {what}",
-            expected=f"{first} passes the gate: its definition was served",
-            exchange=read if read.error is not None else exchange,
-        )
-    else:
-        rec.ok("grants/mixed-read-authorizes-known", f"?tools={first},{unknown} authorized {first}")
+
+
+async def _survive_refusals(h: Held, g: GrantsSession, rec: Recorder, base: str, unknown: str) -> None:
+    """grants/survive-refusals: session H holds a grant of the first safe tool; each refusal must leave it.
+
+    After each refused request the grant is called; when it is gone, it is read again, so that every refusal
+    that clears grants is named, not only the first.
+    """
+    peer, first = h.peer, g.tools[0]
+    # Another read-only tool, never fetched in H, so refused unfetched; with a single one, an unknown tool's call.
+    other = g.tools[1] if len(g.tools) > 1 else unknown
+    steps: list[tuple[str, Callable[[], Awaitable[Exchange]]]] = [
+        ("a read without a selection", lambda: peer.read(base)),
+        (
+            f"an unfetched call of {other}" if other != unknown else f"a call of the unknown tool {unknown}",
+            lambda: peer.call(other, g.arguments.get(other, {})),
+        ),
+        (f"a read of the unknown name {unknown}", lambda: peer.read(selection_uri(base, unknown))),
+    ]
+    lost: list[tuple[str, Exchange]] = []
+    for label, send in steps:
+        await send()
+        exchange = await peer.call(first, g.arguments.get(first, {}))
+        outcome = classify_call(exchange)
+        if g.refused(outcome):
+            lost.append((f"after {label}, {first} was {outcome.describe()}", exchange))
+            again = await peer.read(selection_uri(base, first))
+            if again.error is not None:
+                break
+    rec.judge(
+        SURVIVE,
+        lost,
+        ok=f"{first} stayed authorized after {', '.join(label for label, _ in steps)}",
+        expected=f"{first} still passes the gate: a refused request changes no grant (grants last for the session)",
+        prefix="a refusal cleared the session's grants: ",
+        shown=None,
+    )

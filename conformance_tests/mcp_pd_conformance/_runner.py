@@ -28,6 +28,7 @@ from ._probe import MAX_PAGES, ConnectFailure, Held, Mode, Peer, Pool, Target
 from ._profiles import ProfileContext
 from ._record import Recorder
 from ._selection import selection_parsing
+from ._served import capabilities_declared, served_tools_listed
 from ._sessions import (
     EraSession,
     finish_era,
@@ -148,6 +149,7 @@ async def _run(
     await tools_list(peer, rec, disc)
     say("resource-listing")
     await resource_listing(peer, rec, disc)
+    capabilities_declared(peer, rec, disc)
     await peer.paginate("resourceTemplates")
     _judge_pagination(rec, peer)
     if disc.no_resource_reason:
@@ -213,6 +215,9 @@ async def _run(
     if "missing-selection" in scenarios:
         say("missing-selection")
         await missing_selection(peer, rec, disc)
+    if "tools-list" in scenarios:
+        # After the reads above: their unknown-name entries name the tools the server serves.
+        await served_tools_listed(peer, rec, disc)
     if calling:
         await learn_arguments(peer, disc, options.call_args)
     # The profiles run last, so that nothing they authorize can help a core probe; the discovery session

@@ -174,7 +174,18 @@ class _Gate:
     code: str | None
 
     def refuses(self, outcome: CallOutcome) -> bool:
-        return outcome.kind == self.kind and outcome.code == self.code
+        """The refusal of an unfetched call: this server's first one, or TOOL_DESCRIPTION_REQUIRED whatever came first.
+
+        A server that checks arguments before the gate answers the argument-less probe with its validation error
+        and a later unfetched call with valid arguments with TOOL_DESCRIPTION_REQUIRED: both are the gate's.
+        """
+        return (outcome.kind == self.kind and outcome.code == self.code) or _refused_for_description(outcome)
+
+    def unlike(self, outcome: CallOutcome) -> str:
+        """Why `outcome` of an unfetched call is not this gate's refusal, in words a server author can act on."""
+        if outcome.kind == "ok":
+            return "the call ran: a grant reached a session that never fetched the tool"
+        return f"{outcome.describe()}, not the refusal of an unfetched call"
 
 
 @dataclass
@@ -363,7 +374,7 @@ async def _fetch_then_call(a: Peer, rec: Recorder, base: str, safe: SafeTool, se
     after = classify_call(call)
 
     def refused(outcome: CallOutcome) -> bool:
-        return _refused_for_description(outcome) or (gate is not None and gate.refuses(outcome))
+        return gate.refuses(outcome) if gate is not None else _refused_for_description(outcome)
 
     if fetch.error is not None:
         rec.fail(
@@ -438,8 +449,8 @@ async def _isolation(
     else:
         rec.fail(
             "isolation/other-session-refused",
-            f"session B never fetched {safe.name} but: {other.describe()}",
-            expected=f"the refusal of an unfetched call ({gate.code or 'an error'}): only session A fetched it",
+            f"session B never fetched {safe.name}, yet {gate.unlike(other)}",
+            expected=f"the refusal of an unfetched call ({TOOL_DESCRIPTION_REQUIRED}): only session A fetched it",
             exchange=calls["b"],
             era=era,
         )
@@ -479,8 +490,8 @@ async def _session_end(
     else:
         rec.fail(
             "session-end/new-session-refused",
-            f"a session opened after the fetching session ended: {outcome.describe()}",
-            expected=f"the refusal of an unfetched call ({gate.code or 'an error'}): grants end with their session",
+            f"session C, opened after session A ended, never fetched {safe.name}, yet {gate.unlike(outcome)}",
+            expected=f"the refusal of an unfetched call ({TOOL_DESCRIPTION_REQUIRED}): grants end with their session",
             exchange=exchange,
             era=era,
         )

@@ -167,6 +167,15 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         "1000 pages.",
     ),
     _c(
+        "tools-list/served-tools-listed",
+        M,
+        ("PD-3.1-01", "PD-2-01"),
+        "every tool the resource describes (named in available_tools) appears on some page of tools/list",
+        "List every tool you serve on some page of tools/list: check that following nextCursor from the first page "
+        "returns each tool exactly once (an off-by-one between pages drops one); a tool a caller may not use must be "
+        "neither listed, described nor callable.",
+    ),
+    _c(
         "tools-list/minimal-schema",
         M,
         ("PD-3.1-01", "PD-3.1-04", "PD-2-01"),
@@ -204,6 +213,14 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         "Say what the tool does and when to use it in a short sentence, not just its name.",
     ),
     _c(
+        "tools-list/description-not-name",
+        M,
+        ("PD-3.1-02",),
+        "no listed description is only the tool's own name",
+        'Write what the tool does in a sentence ("Count the words in a text."); its name alone ("word_count") '
+        "selects nothing a model could not read from the name.",
+    ),
+    _c(
         "tools-list/distinct-descriptions",
         M,
         ("PD-3.1-02",),
@@ -217,6 +234,14 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         ("PD-3.1-04",),
         "listed descriptions document no parameters (any docstring style) and show no call examples",
         "Move ':param', 'Args:', '@param' and 'Parameters' sections and example calls into the full description.",
+    ),
+    _c(
+        "tools-list/no-usage-instructions",
+        M,
+        ("PD-3.1-04",),
+        "listed descriptions carry no usage instructions (what to pass, argument rules, what to call first)",
+        'Keep the listed description to what the tool does and when to use it; move directions such as "Always '
+        'pass ...", "dates must be in ISO format" or "call X first" into the full description.',
     ),
     _c(
         "tools-list/no-hidden-detail",
@@ -245,6 +270,15 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         ("PD-4.1-01", "PD-2-02", "PD-3.2-01"),
         "a tool_descriptions resource appears in resources/list",
         'Add {"uri": "resource:///tool_descriptions", "name": "tool_descriptions", ...} to resources/list.',
+    ),
+    _c(
+        "resource-listing/capability-declared",
+        M,
+        ("PD-2-02", "PD-4.1-01"),
+        "the server declares the resources (and tools) capability it serves: hosts that respect capabilities "
+        "never list an undeclared resource",
+        'Declare "resources": {} (and "tools": {}) in the capabilities of initialize and server/discover; with the '
+        "SDK's low-level Server, register the resources/list handler before capabilities are built.",
     ),
     _c(
         "resource-listing/uri",
@@ -468,11 +502,29 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         "never answer with fewer tools than requested.",
     ),
     _c(
+        "resource-read/entries-match-keys",
+        M,
+        ("PD-4.4-01",),
+        "in every read of the run, each requested name maps to that tool's own definition (its name, the same "
+        "inputSchema in every read, the hints tools/list gives it)",
+        "Build the response by looking each requested name up, never by pairing names with definitions by "
+        'position: {"<name>": {"name": "<name>", ...}} whichever names are read together.',
+    ),
+    _c(
+        "resource-read/requested-keys-only",
+        M,
+        ("PD-4.4-03",),
+        "reads naming unknown tools have only the requested names as top-level keys",
+        'Put each unknown name\'s error entry under that name ({"<name>": {"error": ...}}); never group them '
+        'under another key such as "errors".',
+    ),
+    _c(
         "resource-read/unknown-tool-entry",
         S,
         ("PD-6.3-01",),
-        "an unknown name gets an entry with error and available_tools",
-        'Answer unknown names with {"<name>": {"error": "Tool \'<name>\' not found", "available_tools": [...]}}.',
+        "an unknown name gets an entry with the spec's error wording and available_tools",
+        'Answer unknown names with {"<name>": {"error": "Tool \'<name>\' not found", "available_tools": [...]}}, '
+        "the error worded as spec 6.3 writes it (a hint may follow).",
     ),
     _c(
         "resource-read/available-tools-visible",
@@ -522,9 +574,9 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         "missing-selection/error-document",
         M,
         ("PD-6.1-01",),
-        "the MISSING_TOOL_SELECTION document has code, message and ?tools= examples",
+        'the MISSING_TOOL_SELECTION document is wrapped in {"error": ...} and has code, message and ?tools= examples',
         'Return {"error": {"code": "MISSING_TOOL_SELECTION", "message": ..., "examples": ["<uri>?tools=tool_name", '
-        '"<uri>?tools=tool1,tool2"]}}.',
+        '"<uri>?tools=tool1,tool2"]}}, the wrapper included.',
     ),
     _c(
         "authorization/era-listings",
@@ -614,6 +666,14 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         "An unknown name in the selection must not cancel the grants of the known ones.",
     ),
     _c(
+        "grants/survive-refusals",
+        M,
+        ("PD-5.1-03",),
+        "a refused read (no selection, an unknown name) or a refused call of another tool leaves the session's grants",
+        "Change grants only when a read serves a definition: a refusal (MISSING_TOOL_SELECTION, an unknown name, "
+        "TOOL_DESCRIPTION_REQUIRED for another tool) must not clear or reset the session's grants.",
+    ),
+    _c(
         "grants/persist-through-session",
         M,
         ("PD-5.1-03",),
@@ -632,7 +692,9 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         M,
         ("PD-5.1-04", "PD-5.2-02"),
         "a concurrent session that never fetched the tool is refused",
-        "Key grants by the MCP session (Mcp-Session-Id on HTTP, the connection on stdio), never globally.",
+        "When session B's call ran, grants leak: key them by the MCP session (Mcp-Session-Id on HTTP, the "
+        "connection on stdio), never globally; when B got another error, refuse an unfetched call with "
+        "TOOL_DESCRIPTION_REQUIRED before anything else looks at it.",
     ),
     _c(
         "isolation/own-session-unaffected",

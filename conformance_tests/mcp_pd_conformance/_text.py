@@ -1,4 +1,5 @@
-"""Reading texts for what they say: parameter documentation, call examples, and the workflow sentences of 4.2.
+"""Reading texts for what they say: parameter documentation, call examples, usage instructions, a description that
+is only the tool's name, and the workflow sentences of 4.2.
 
 A keyword anywhere in a text proves little ("first", "error" and "tools/list" turn up for other
 reasons), so the workflow checks look for the parts of one statement within one sentence.
@@ -16,9 +17,11 @@ __all__ = [
     "explains_consequence",
     "explains_fetch_first",
     "explains_tools_list",
+    "only_the_name",
     "parameter_docs",
     "sentences",
     "strings_in",
+    "usage_instruction",
 ]
 
 _TYPES = r"int|integer|str|string|bool|boolean|float|number|list|dict|array|object|optional\[[^\]]*\]"
@@ -50,6 +53,55 @@ def call_example(text: str, name: str) -> str | None:
     """An example call in `text` (of any function, or of tool `name`), quoted, or None."""
     match = _CALL.search(text) or re.search(rf"\b{re.escape(name)}\s*\(", text)
     return match.group(0).strip() if match else None
+
+
+# Usage instructions (spec 3.1 MUST NOT): a directive to the caller at the start of a sentence ("Always pass ...",
+# "Do not ...", "Make sure ..."; "always"/"never" before a verb's base form only, so "Always returns ..." is behaviour),
+# a direction about arguments ("use the limit parameter", "must be passed as", "dates must be in ISO format"), words
+# to the caller ("you must"), or another tool to call first. "Call this first" and "use it when ..." say when to use
+# the tool, which a description should (3.1's use cases). Calibrated on the 322 real tools of ../shared/catalogs:
+# none of their first sentences matches, and what matches in their full descriptions is each a real instruction.
+_DIRECTIVE = re.compile(
+    r"^(?:(?:note|important|tip|warning)\s*[:!-]\s*)?(?:please\s+)?"
+    r"(?:(?:always|never)\s+(?!\w+[^s\W]s\b)|do\s+not\b|don'?t\b|avoid\b|make\s+sure\b|be\s+sure\b|remember\s+to\b"
+    r"|ensure\s+(?:that\s+)?(?:you|to|the\s+caller)\b|only\s+(?:call|use|invoke)\b|first\s+call\b)",
+    re.IGNORECASE,
+)
+_DIRECTION = re.compile(
+    r"\b(?:pass|provide|specify|supply|give|set|include|send|use|fill\s+in)\s+(?:(?:the|a|an|its|each|every|your|both)\s+)?"
+    r"[`'\"]?[\w.-]+[`'\"]?(?:\s+[`'\"]?[\w.-]+[`'\"]?){0,2}\s+(?:parameters?|arguments?|params?|flags?)\b"
+    r"|\b(?:must|should|has\s+to|have\s+to|needs?\s+to)\s+be\s+(?:passed|given|provided|specified|supplied|formatted"
+    r"|quoted|encoded|set|called|invoked|absolute|relative|an?\s+(?:integer|string|number|boolean|array|list|object)"
+    r"|integers|strings|numbers|booleans|in\s+[\w\s-]{0,20}format|one\s+of)\b"
+    r"|^(?:pass|specify|supply)\s+(?:\S+\s+){0,3}as\b"
+    r"|\b(?:you|callers?|the\s+caller|clients?|the\s+(?:model|llm|agent))\s+(?:must|should)\b"
+    r"|\b(?:call|invoke|run|use|read|fetch)\s+(?!(?:this|it)\b)(?:[\w.-]+\s+){1,2}(?:first|beforehand)\b"
+    r"|\bbefore\s+(?:calling|using|invoking)\s+(?:this|it)\b",
+    re.IGNORECASE,
+)
+# Pointers to the resource are the extension's workflow, judged by tools-list/distinct-descriptions, not here.
+_WORKFLOW_POINTER = re.compile(r"\?tools=|tool_descriptions", re.IGNORECASE)
+
+
+def usage_instruction(text: str) -> str | None:
+    """The first sentence of `text` that instructs the caller how to call the tool, or None."""
+    for sentence in sentences(text):
+        if _WORKFLOW_POINTER.search(sentence):
+            continue
+        if _DIRECTIVE.search(sentence) or _DIRECTION.search(sentence):
+            return sentence
+    return None
+
+
+def only_the_name(text: str, name: str) -> bool:
+    """Whether a description is nothing but the tool's name as written ("word_count", "The add tool.").
+
+    The name spelled as words ("List starred repositories" for list_starred_repositories) is not caught here: real
+    catalogs write such descriptions, and whether they select the tool is tools-list/description-purpose's SHOULD.
+    """
+    core = re.sub(r"^\s*(?:the|this)\s+|\s+(?:tool|function|command)\b", "", text.strip(), flags=re.IGNORECASE)
+    core = re.sub(r"[\s.!:;`'\"]+$|^[\s`'\"]+", "", core)
+    return bool(name) and core.lower() == name.lower()
 
 
 def strings_in(value: Any, path: str = "") -> Iterator[tuple[str, str]]:

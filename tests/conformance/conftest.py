@@ -225,6 +225,31 @@ def verdict_reports(call_logs: Path) -> dict[str, Report]:
     return run_many(jobs, limit=4)
 
 
+# Issue 33 (test_suite_round3_traffic.py): grants across refusals, capabilities, paging, gate order. Whole runs.
+TRAFFIC_CONTROLS = ("traffic-refusals-wipe", "traffic-undeclared-resources", "traffic-unlisted-tool")
+TRAFFIC_CONTROLS += ("traffic-validates-first",)
+
+
+@pytest.fixture(scope="session")
+def traffic_reports(call_logs: Path) -> dict[str, Report]:
+    """Each TRAFFIC_CONTROLS server over stdio (legacy, key DEFECT) and over HTTP in both eras (key `http DEFECT`),
+    one HTTP process serving them all; call logs `traffic-DEFECT.jsonl` and `traffic-http-DEFECT.jsonl`."""
+    jobs = {
+        defect: _job(
+            Options(
+                Target(stdio=control_argv(defect, "--call-log", str(call_logs / f"traffic-{defect}.jsonl"))),
+                eras=("legacy",),
+            )
+        )
+        for defect in TRAFFIC_CONTROLS
+    }
+    log = str(call_logs / "traffic-http-{defect}.jsonl")
+    with http_server(control_argv(*TRAFFIC_CONTROLS, "--call-log", log, "--http")) as url:
+        for defect in TRAFFIC_CONTROLS:
+            jobs[f"http {defect}"] = _job(Options(Target(url=url.removesuffix("/mcp") + f"/{defect}/mcp"), eras=ERAS))
+        return run_many(jobs, limit=4)
+
+
 @pytest.fixture(scope="session")
 def http_reports(call_logs: Path) -> dict[str, Report]:
     """A few controls and the reference server over Streamable HTTP, in both eras."""

@@ -103,6 +103,27 @@ DEFECTS = {
     "(violates PD-5.1-02; the suite may run one probe, never more)",
     "first-needs-arguments": "a correct server whose read-only tools have no examples: the first requires "
     "arguments, list_notes requires none (allowed; the suite calls list_notes with {})",
+    # Issue 33: traffic the suite did not compare (grants across refusals, capabilities, paging, gate order).
+    "traffic-refusals-wipe": "a refused read (no selection, an unknown name) or a refused call clears the session's "
+    "grants (violates PD-5.1-03)",
+    "traffic-undeclared-resources": "serves the tool_descriptions resource without declaring the resources "
+    "capability (violates PD-2-02 and PD-4.1-01 under base MCP, spec/interpretations.md I-26)",
+    "traffic-unlisted-tool": "a paging bug: the second tools/list page starts one tool late, so list_notes is "
+    "described and callable but never listed (violates PD-3.1-01)",
+    "traffic-validates-first": "arguments are checked before the gate, otherwise correct (violates PD-5.1-02; "
+    "isolation and session-end must pass: session B's refusal is the gate's)",
+    # Issue 33: documents checked whole (every definition, keys and entries, the wording of 6.1 and 6.3, 3.1's text).
+    "doc-placeholder-side-effect": "wipe_notes (not read-only) is served with the listed placeholder schema, though "
+    "its example passes confirm (violates PD-3.2-02)",
+    "doc-side-effect-no-examples": "wipe_notes (not read-only) is served without examples (SHOULD PD-3.2-03)",
+    "doc-paired-by-position": "a read of several names pairs them with the definitions in alphabetical order "
+    "(violates PD-4.4-01)",
+    "doc-bare-missing": 'MISSING_TOOL_SELECTION data is the bare {"code", ...} object, without {"error": ...} '
+    "(violates PD-6.1-01)",
+    "doc-unknown-wording": "an unknown name's error reads \"No tool named '<name>'\" (SHOULD PD-6.3-01's wording)",
+    "doc-grouped-unknown": 'unknown names are answered under one extra "not_found" key (violates PD-4.4-03)',
+    "doc-name-description": "list_notes is listed with its own name as its description (violates PD-3.1-02)",
+    "doc-usage-listing": "word_count's listed description tells the caller what to pass (violates PD-3.1-04)",
     # Profile tool-fallback (I-13): `good` with a describe tool.
     "describe-good": "good, plus a correct describe_tools tool",
     "describe-gated": "describe_tools is an ordinary tool to this server: listed minimal, gated, never named in "
@@ -238,6 +259,10 @@ def _listed_description(defect: str, name: str) -> str:
         return docstrings[name]
     if defect == "call-example-listing" and name == "add":
         return "Add two integers, e.g. add(a=2, b=3)."
+    if defect == "doc-name-description" and name == "list_notes":
+        return name  # a generator's fallback when a tool has no description of its own
+    if defect == "doc-usage-listing" and name == "word_count":
+        return "Count the words in a text. Always pass the whole text in one call, never a part of it."
     return SUMMARY[name]
 
 
@@ -266,6 +291,10 @@ def _served(defect: str, name: str) -> dict[str, Any]:
         full["inputSchema"].pop("required", None)
     if defect == "invalid-example" and name == "add":
         full["examples"] = [{"description": "Two plus three", "input": {"a": "two", "b": 3}}]
+    if defect == "doc-placeholder-side-effect" and name == "wipe_notes":
+        full["inputSchema"] = _listed_schema(defect)  # the listing's placeholder, copied into the definition
+    if defect == "doc-side-effect-no-examples" and name == "wipe_notes":
+        del full["examples"]
     return full
 
 
@@ -492,7 +521,8 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         more = start + PAGE_SIZE < len(FULL)
         if defect == "endless-cursor":
             more, start = True, len(FULL)
-        return types.ListToolsResult(tools=tools, next_cursor=f"page:{start + PAGE_SIZE}" if more else None)
+        skip = 1 if defect == "traffic-unlisted-tool" else 0  # the off-by-one: the next page starts a tool late
+        return types.ListToolsResult(tools=tools, next_cursor=f"page:{start + PAGE_SIZE + skip}" if more else None)
 
     def refusal(key: str | None, name: str) -> types.CallToolResult | None:
         """The gate: None when `name` may run in this session."""
@@ -515,6 +545,8 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             allowed = refusals[(key, name)] > 1
         if allowed:
             return None
+        if defect == "traffic-refusals-wipe":
+            grants.pop(key, None)
         code = "DESCRIPTION_NOT_FETCHED" if defect == "wrong-error-code" else "TOOL_DESCRIPTION_REQUIRED"
         document = {
             "error": {
@@ -596,6 +628,9 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             return _text_result(document, error=error)
         if name not in FULL:
             return types.CallToolResult(content=[types.TextContent(type="text", text="Unknown tool")], is_error=True)
+        invalid = argument_problems(name, arguments) if defect == "traffic-validates-first" else None
+        if invalid is not None:  # checked before the gate, as a server validating in middleware would
+            return _text_result(invalid, error=True)
         return refusal(key, name) or run(name, arguments)
 
     async def list_resources(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListResourcesResult:
@@ -624,20 +659,30 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         if defect == "two-names-max" or (defect == "silent-rate-limit" and reads.get(key or "", 0) > 5):
             names = names[:2] if defect == "two-names-max" else names[:1]
         unknown = [n for n in names if _lookup(defect, n) is None]
+        if defect == "traffic-refusals-wipe" and unknown:
+            grants.pop(key or "", None)  # then the known names of the read are granted again
         if defect == "unknown-fails-read" and unknown:
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool(s): {', '.join(unknown)}")
         body: dict[str, Any] = {}
         if defect == "preamble":
             body["instructions"] = "Read each description carefully before calling the tool."
         served: list[str] = []
+        known = [n for n in names if _lookup(defect, n) is not None]
+        # doc-paired-by-position: the requested names zipped with their definitions sorted by name.
+        paired = dict(zip(known, sorted(known), strict=True)) if defect == "doc-paired-by-position" else {}
         for name in names:
             real = _lookup(defect, name)
             if real is not None:
-                body[name] = _served(defect, real)
+                body[name] = _served(defect, paired.get(name, real))
                 served.append(real)
             elif defect != "no-unknown-entry":
                 available = sorted(grants.get(key or "", {})) if defect == "available-fetched-only" else sorted(FULL)
-                body[name] = {"error": f"Tool '{name}' not found", "available_tools": available}
+                said = f"No tool named '{name}'" if defect == "doc-unknown-wording" else f"Tool '{name}' not found"
+                entry = {"error": said, "available_tools": available}
+                if defect == "doc-grouped-unknown":
+                    body.setdefault("not_found", {})[name] = entry
+                else:
+                    body[name] = entry
             if defect == "variant-grants" and real is None:
                 grant(key, [n for n in FULL if n.lower() == name.lower()])
         extra = next((n for n in FULL if n not in body), None)
@@ -671,9 +716,12 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         if not names:
             if defect == "refused-read-grants":
                 grant(key, list(FULL))
+            if defect == "traffic-refusals-wipe":
+                grants.pop(key or "", None)
             if defect != "no-missing-selection":
                 refused = missing_selection(defect)
-                raise MCPError(types.INVALID_PARAMS, refused["error"]["message"], refused)
+                data = refused["error"] if defect == "doc-bare-missing" else refused
+                raise MCPError(types.INVALID_PARAMS, refused["error"]["message"], data)
             names = list(FULL)
         if describing and len(names) > MAX_NAMES:
             raise MCPError(types.INVALID_PARAMS, TOO_MANY["error"]["message"], TOO_MANY)
@@ -714,6 +762,13 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             )
 
         server.create_initialization_options = advertise  # type: ignore[method-assign]
+    if defect == "traffic-undeclared-resources":
+        declared = server.get_capabilities
+
+        def undeclared(*args: Any, **kwargs: Any) -> types.ServerCapabilities:
+            return declared(*args, **kwargs).model_copy(update={"resources": None})
+
+        server.get_capabilities = undeclared  # type: ignore[method-assign]
     discover = server.get_request_handler("server/discover")
     assert discover is not None
     original = discover.handler

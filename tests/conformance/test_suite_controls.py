@@ -45,6 +45,7 @@ GRANTS_BLOCKED = " ".join(
         "persist-through-session",
         "required-truthful",
         "unsafe-tools-gated",
+        "survive-refusals",
     )
 )
 EXPECTATIONS = {
@@ -77,7 +78,12 @@ EXPECTATIONS = {
     "paraphrased-missing": _e("PD-6.1-01"),
     "blank-names": _e(warns="PDX-PARSE-01 PDX-PARSE-03 PD-4.3-04"),
     "two-names-max": _e("PD-4.3-02 PD-4.4-01", allowed="PD-4.4-02"),
-    "unknown-fails-read": _e("PD-4.3-02 PD-4.4-01", warns="PD-6.3-01", skips="resource-read/available-tools-visible"),
+    "unknown-fails-read": _e(
+        "PD-4.3-02 PD-4.4-01",
+        warns="PD-6.3-01",
+        # No read naming an unknown tool succeeds: neither its available_tools nor its keys can be judged.
+        skips="resource-read/available-tools-visible resource-read/requested-keys-only",
+    ),
     "loose-punctuation": _e("PD-4.3-03"),
     "raw-query": _e(warns="PDX-PARSE-01 PDX-PARSE-03 PD-4.3-04"),
     "strict-query": _e("PD-4.3-04", warns="PDX-PARSE-02"),
