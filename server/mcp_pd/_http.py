@@ -19,7 +19,7 @@ import hmac
 import ipaddress
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -443,12 +443,14 @@ def http_server(
     clients: StaticTokenVerifier | None = None,
     operator: Mapping[str, ASGIApp] | None = None,
     operator_token: str | None = None,
+    responses: Callable[[ASGIApp], ASGIApp] | None = None,
 ) -> uvicorn.Server:
     """A uvicorn server for `server`'s Streamable HTTP app at /mcp, with `limits` and `security` applied.
 
     `clients`: the bearer tokens `/mcp` requires (None: none). `operator`: endpoints by path (`/metrics`, `/admin`),
     each opened as `OperatorAccess(operator_token, client_tokens=clients is not None)` decides, outside the client
-    token check. `security` applies to every path.
+    token check. `security` applies to every path. `responses`: wraps the SDK's app, inside the doors and the
+    limits (the gateway's HTTP lane writes large results there).
     """
     app = server.streamable_http_app(
         stateless_http=stateless,
@@ -458,7 +460,8 @@ def http_server(
         session_idle_timeout=limits.session_idle_timeout,
         max_sessions=limits.max_sessions,
     )
-    paced: ASGIApp = _CompleteRequests(app, timeout=limits.request_timeout, max_bytes=limits.max_body_bytes)
+    inner: ASGIApp = app if responses is None else responses(app)
+    paced: ASGIApp = _CompleteRequests(inner, timeout=limits.request_timeout, max_bytes=limits.max_body_bytes)
     if clients is not None:
         paced = require_bearer(paced, clients)
     access = OperatorAccess(operator_token, client_tokens=clients is not None)

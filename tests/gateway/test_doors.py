@@ -362,7 +362,8 @@ def test_the_operator_page_opens_in_a_browser_with_the_operator_token(
         # The operator types the token as the password of the prompt (here: in the address, as a prompt would send).
         browser.get(base.replace("http://", f"http://operator:{OPERATOR_TOKEN}@") + "/admin")
         assert "mcp-pd gateway" in browser.title
-        assert "echo" in str(browser.execute_script("return document.body.innerText;"))
+        # Served while the upstream starts (issue 34): the page, refreshing itself, lists its tools once it is up.
+        _until(lambda: "echo" in str(browser.execute_script("return document.body.innerText;")), "its tools")
         # The page refreshes itself every 2 s: the browser resends the credential, and the page stays open.
         browser.execute_script("window.beforeRefresh = true;")
         _until(lambda: not browser.execute_script("return window.beforeRefresh === true;"), "the page to refresh")

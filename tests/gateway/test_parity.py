@@ -101,9 +101,10 @@ async def test_same_results_direct_and_through_the_gateway(tmp_path: Path, npm: 
                 await describe(client, name)
                 described.add(name)
             through.append(await _call(client, name, arguments))
-        # Upstream instructions are kept, each under its server's name.
-        assert "## everything" in (client.instructions or "")
-        assert "## plain\nA plain SDK server used in tests." in (client.instructions or "")
+        # Each upstream is named in the instructions. Its own instructions follow under its name for sessions that
+        # start once it is up or from the cache: `initialize` is answered while upstreams start (issue 34,
+        # tests/gateway/test_fast_start.py checks both).
+        assert all(f"- {name}" in (client.instructions or "") for name in ("everything", "plain"))
 
     for (upstream, tool, _), want, got in zip(calls, direct, through, strict=True):
         assert got == want, f"{upstream}/{tool}: {json.dumps(got)[:400]} != {json.dumps(want)[:400]}"

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -21,6 +21,9 @@ from mcp_pd._cli import HttpSettings, http_flags, http_settings
 from ._config import ConfigError, UpstreamConfig, check_upstreams, one_off_stdio, one_off_url, read_host_config
 from ._export import load_cache, write_export
 from ._pool import Upstream, UpstreamPool
+
+if TYPE_CHECKING:
+    from ._server import Gateway
 
 __all__ = ["main"]
 
@@ -79,6 +82,12 @@ def _parser() -> argparse.ArgumentParser:
     from mcp_pd._search.remote import add_flags
 
     add_flags(proxy)  # --embeddings-url/-model/-key-env/-timeout: a deployment's model server
+    proxy.add_argument(
+        "--serve-while-starting",
+        action="store_true",
+        help="answer every request at once while upstreams start: tools/list shows the ones up (and --cache), the "
+        "rest are announced with tools/list_changed (default: only initialize is answered at once, the rest wait)",
+    )
     proxy.add_argument("--call-timeout", type=float, default=300.0, help="seconds per upstream call (default 300)")
     proxy.add_argument("--fetch-rate", type=float, default=10.0, help="resource reads per second per session (0: off)")
     proxy.add_argument("--fetch-burst", type=int, default=60, help="resource reads allowed at once per session")
@@ -95,7 +104,8 @@ def _parser() -> argparse.ArgumentParser:
     proxy.add_argument(
         "--no-lane",
         action="store_true",
-        help="stdio: send every call through the SDK's request path (no fast lane for admitted calls)",
+        help="stdio: send every call through the SDK's request path (no fast lane for admitted calls); "
+        "http: let the SDK serialize large results in one step too (no HTTP lane)",
     )
     proxy.add_argument(
         "--no-metrics", action="store_true", help="HTTP: do not serve GET /metrics (on with the metrics extra)"
@@ -177,31 +187,20 @@ async def _serve(
     from ._server import build_gateway
     from ._stdio import pipe_stdio
 
-    # Lazy with a cache: only upstreams missing from it start now. Otherwise all start (concurrently) now.
+    # Lazy with a cache: only upstreams missing from it start now, the others on their first call. They start in
+    # the background: `initialize` is answered at once (a host's connect timeout may be short), the requests after
+    # it wait for them unless --serve-while-starting (then each joins the listing, announced, once it has listed).
     starting = [c.name for c in configs if c.name not in cached]
     if starting:  # `npx -y` may take a while on a first run: say what the wait is for
         print(f"mcp-pd proxy: starting {len(starting)} upstream(s): {', '.join(starting)}", file=sys.stderr)
-    began, took = time.monotonic(), dict[str, float]()
-
-    async def listed(upstream: Upstream) -> None:
-        took.setdefault(upstream.name, time.monotonic() - began)
-
-    pool.listeners.append(listed)
-    try:
-        await pool.start_all(starting)
-    finally:
-        pool.listeners.remove(listed)
-    for upstream in pool.upstreams.values():
-        if upstream.state == "failed":
-            print(
-                f"mcp-pd proxy: upstream '{upstream.name}' {upstream.reason}; its tools are served once it starts",
-                file=sys.stderr,
-            )
+    began = time.monotonic()
+    pool.start(starting)
     server, _pd, gateway = build_gateway(
         pool,
         descriptions=args.cache or args.descriptions,
         mode=args.mode,
         cached=cached,
+        while_starting=args.serve_while_starting,
         list_annotations=args.list_annotations,
         fetch_rate=RateLimit(args.fetch_rate, args.fetch_burst) if args.fetch_rate > 0 else None,
         **({"redis": args.redis, "redis_prefix": args.redis_prefix} if args.redis else {}),
@@ -215,11 +214,8 @@ async def _serve(
     pool.bridge.single_client = args.transport == "stdio"
     if args.session_idle_timeout:
         pool.bridge.roots.idle = args.session_idle_timeout
-    running = sum(u.state == "ready" for u in pool.upstreams.values())
-    summary = f"{len(gateway.listing)} tools from {len(configs)} upstream(s), {running} running"
-    if took:
-        summary += " (ready after " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in took.items()) + ")"
-    print(f"mcp-pd proxy: {summary}", file=sys.stderr)
+    if pool.task_group is not None:
+        pool.task_group.start_soon(_report_start, pool, gateway, starting, began)
     if args.config is not None and pool.task_group is not None:
         pool.task_group.start_soon(_watch_config, args, pool)
     if args.transport == "stdio":
@@ -252,6 +248,14 @@ async def _serve(
         from ._admin import ADMIN_PATH, admin_app
 
         operator[ADMIN_PATH] = admin_app(pool=pool, gateway=gateway, pd=_pd, metrics=metrics)
+    # Large results' big strings are written in slices by the transport, not at once by the SDK, so one client's
+    # big answer holds up no other client (gateway/_http_lane.py). Wrapped last: the metrics see the real result.
+    http_lane = None
+    if not args.no_lane:
+        from ._http_lane import HttpLane
+
+        http_lane = HttpLane()
+        http_lane.instrument(server)
     web = http_server(
         server,
         host=args.host,
@@ -262,6 +266,7 @@ async def _serve(
         clients=http.clients,
         operator=operator,
         operator_token=http.operator_token,
+        responses=None if http_lane is None else http_lane.app,
     )
     if http.clients is not None:
         known = len(http.clients)
@@ -272,7 +277,46 @@ async def _serve(
     for line in describe_http(http.limits, http.security):
         print(f"mcp-pd proxy: {line}", file=sys.stderr)
     print(f"mcp-pd proxy: serving on http://{args.host}:{args.port}/mcp", file=sys.stderr)
+    import gc
+
+    # What start-up built (modules, models, the catalog) lives as long as the gateway: a full collection walking it
+    # all held every client up for 0.15-0.5 s while a big result passed. Frozen out of collections, as `serve` does.
+    gc.collect()
+    gc.freeze()
     await web.serve()
+    if http_lane is not None:  # for whoever tunes the gateway, not the user
+        logger.info("the HTTP lane wrote %d large string(s)", http_lane.taken)
+
+
+async def _report_start(pool: UpstreamPool, gateway: Gateway, starting: list[str], began: float) -> None:
+    """Say on stderr how long each upstream took to start, as it comes up (or why it did not), then the total."""
+    took: dict[str, float] = {}
+
+    async def one(upstream: Upstream) -> None:
+        if await pool.started(upstream):
+            took[upstream.name] = time.monotonic() - began
+            listed = len(upstream.tools or ())
+            print(
+                f"mcp-pd proxy: upstream '{upstream.name}' ready after {took[upstream.name]:.1f} s ({listed} tool(s))",
+                file=sys.stderr,
+            )
+            return
+        if pool.closing:
+            return  # stopped while it started: nothing failed
+        why = upstream.reason or f"did not start within {pool.start_timeout:g} s"
+        print(f"mcp-pd proxy: upstream '{upstream.name}' {why}; its tools are served once it starts", file=sys.stderr)
+
+    async with anyio.create_task_group() as tg:
+        for name in starting:
+            tg.start_soon(one, pool[name])
+    if pool.closing:
+        return
+    running = sum(u.state == "ready" for u in pool.upstreams.values())
+    summary = f"{len(gateway.listing)} tools from {len(pool.upstreams)} upstream(s), {running} running"
+    if took:
+        ordered = sorted(took.items(), key=lambda item: item[1])
+        summary += " (ready after " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in ordered) + ")"
+    print(f"mcp-pd proxy: {summary}", file=sys.stderr)
 
 
 async def _watch_config(args: argparse.Namespace, pool: UpstreamPool) -> None:
@@ -281,8 +325,12 @@ async def _watch_config(args: argparse.Namespace, pool: UpstreamPool) -> None:
     from watchfiles import awatch
 
     path = Path(args.config).resolve()
-    # The folder, not the file: editors save by writing a new file and renaming it over the old one.
-    async for _ in awatch(path.parent, watch_filter=lambda _change, changed: Path(changed) == path, debounce=200):
+    # The folder, not the file: editors save by writing a new file and renaming it over the old one. Not its
+    # subfolders: setting up a recursive watch of a large folder holds the event loop (and every client) for seconds.
+    changes = awatch(
+        path.parent, watch_filter=lambda _change, changed: Path(changed) == path, debounce=200, recursive=False
+    )
+    async for _ in changes:
         try:
             # In a worker thread: whatever is now at the path, reading it must not hold up the clients.
             configs, skipped = await anyio.to_thread.run_sync(_configs, args)

@@ -5,8 +5,9 @@ client's stdin when the gateway is served over stdio (`_stdio.py`). Each byte is
 search resumes where the last one stopped, so a 60 MB line costs 60 MB of searching, not 60 MB per chunk); a line
 may be at most `MAX_LINE` bytes; past that it is never buffered but skipped up to its newline, and handed over as
 an `Oversized` (its size and its first and last few KiB, enough to tell which request it answers), so whoever reads
-can fail that request with a clear error. `decode` parses a line of `OFF_LOOP` bytes or more in a worker thread;
-callers await it before reading on, so messages keep their order.
+can fail that request with a clear error. `decode` parses a line of `OFF_LOOP` bytes or more in a worker thread, a
+slice at a time (`_slices.py`: one `json.loads` would hold the GIL, and so the event loop, for all of it); callers
+await it before reading on, so messages keep their order.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import anyio
+
+from ._slices import loads
 
 __all__ = ["CHUNK", "MAX_LINE", "OFF_LOOP", "LineReader", "Oversized", "decode", "megabytes"]
 
@@ -142,7 +145,8 @@ class LineReader:
 
 
 async def decode(line: bytes) -> Any:
-    """`json.loads(line)`, in a worker thread for a line of `OFF_LOOP` bytes or more. Raises ValueError."""
+    """`json.loads(line)`, in a worker thread and in slices for a line of `OFF_LOOP` bytes or more. Raises
+    ValueError."""
     if len(line) < OFF_LOOP:
         return json.loads(line)
-    return await anyio.to_thread.run_sync(json.loads, line)
+    return await anyio.to_thread.run_sync(loads, line)

@@ -171,6 +171,8 @@ class Upstream:
             # One scope around the whole session (a deadline until it is ready, none after): entering the client
             # inside a shorter-lived scope would leave its task groups nested wrongly.
             with anyio.CancelScope(deadline=anyio.current_time() + self.pool.start_timeout) as deadline:
+                if self.pool.task_group is not None:
+                    self.pool.task_group.start_soon(_abandon, deadline, self._attempt, self.pool.closed, self.removed)
                 async with contextlib.AsyncExitStack() as stack:
                     config = self.config
                     if config.command is not None:
@@ -516,13 +518,36 @@ class UpstreamPool:
                     return
                 await anyio.sleep(0.02)
 
-    async def start_all(self, names: Iterable[str] | None = None) -> None:
-        """Start the named upstreams (default: all) and wait until each is ready or has failed once."""
+    def start(self, names: Iterable[str] | None = None) -> list[Upstream]:
+        """Start the named upstreams (default: all) in the background; they join the listing as each lists."""
         chosen = [self.upstreams[n] for n in (names if names is not None else self.upstreams)]
         for upstream in chosen:
             upstream.start()
+        return chosen
+
+    async def start_all(self, names: Iterable[str] | None = None) -> None:
+        """Start the named upstreams (default: all) and wait until each is ready or has failed once."""
+        chosen = self.start(names)
         with anyio.move_on_after(self.start_timeout + 2):
             for upstream in chosen:
+                await upstream._attempt.wait()
+
+    async def started(self, upstream: Upstream) -> bool:
+        """Wait until `upstream`'s start under way has ended (bounded by the start timeout); True when it is ready."""
+        with anyio.move_on_after(self.start_timeout + 1):
+            await upstream._attempt.wait()
+        return upstream.state == "ready" and upstream.session is not None
+
+    def first_starting(self, among: Iterable[Upstream] | None = None) -> list[Upstream]:
+        """The upstreams (default: all; else those of `among` still configured) starting that have never listed:
+        their tools are not known yet."""
+        chosen = self.upstreams.values() if among is None else [u for u in among if self.upstreams.get(u.name) is u]
+        return [u for u in chosen if u.state == "starting" and u.tools is None]
+
+    async def first_listings(self, among: Iterable[Upstream] | None = None) -> None:
+        """Wait until every upstream of `first_starting(among)` has listed or failed (bounded by the start timeout)."""
+        with anyio.move_on_after(self.start_timeout + 1):
+            for upstream in self.first_starting(among):
                 await upstream._attempt.wait()
 
     async def reconfigure(self, configs: Iterable[UpstreamConfig]) -> dict[str, list[str]]:
@@ -572,6 +597,14 @@ async def _first_of(*events: anyio.Event) -> None:
 
         for event in events:
             tg.start_soon(wait, event)
+
+
+async def _abandon(start: anyio.CancelScope, attempt: anyio.Event, *ending: anyio.Event) -> None:
+    """Give up a start under way (`start`, the attempt `attempt`) once one of `ending` is set first (the gateway
+    stops, the upstream was removed): the gateway serves while upstreams start, so it may stop while one still is."""
+    await _first_of(attempt, *ending)
+    if not attempt.is_set():
+        start.cancel()
 
 
 async def _restart_in(upstream: Upstream, session: ClientSession) -> float | None:

@@ -4,6 +4,12 @@ Progressive disclosure is then installed on it exactly as on any server (`build_
 constructs it): describe-before-call is enforced here, per client session, while the upstream sessions are shared.
 A tool that runs only as a task (`execution.taskSupport: "required"`) is left out of the listing with a note: the
 gateway does not carry task-augmented calls, so no client could run it.
+
+The gateway answers `initialize` while its upstreams start. By default every other request then waits for the
+upstreams still on their first start (bounded by the start timeout), so the first listing is whole. Served while
+starting (`while_starting`), requests are answered at once: each upstream joins the listing (and the instructions)
+once it has listed, announced with `tools/list_changed`, and a name asked for meanwhile (to describe or call it)
+waits for the upstreams still on their first start before it is called unknown.
 """
 
 from __future__ import annotations
@@ -45,6 +51,22 @@ logger = logging.getLogger("mcp_pd.gateway")
 
 UPSTREAM_UNAVAILABLE = ErrorCode.UPSTREAM_UNAVAILABLE.value
 _RESERVED_META = "io.modelcontextprotocol/"
+# What waits for the upstreams' first start unless served while starting: every request but the handshake's own
+# (`initialize` is the runner's, `server/discover` and `ping` are answered at once).
+_GATED: Final = (
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+    "subscriptions/listen",
+)
 
 
 # The fields of a tool its upstream owns: an exported file copies them, and once the upstream has started, what it
@@ -190,8 +212,12 @@ class Gateway:
         lines = []
         for name in names:  # which tools are whose: two instances of one server list the same tools
             tools = served.get(name, [])
-            label = self.pool.upstreams[name].config.label
+            upstream = self.pool.upstreams[name]
+            label = upstream.config.label
             shown = ", ".join(tools[:8]) + (f" and {len(tools) - 8} more" if len(tools) > 8 else "")
+            if not shown:
+                starting = upstream.state == "starting" and upstream.tools is None
+                shown = "starting (its tools join once it is up)" if starting else ""
             lines.append(f"- {name}" + (f" ({label})" if label != name else "") + f": {shown or 'no tools yet'}")
         parts.append("\n".join(lines))
         for name, upstream in self.pool.upstreams.items():
@@ -204,6 +230,11 @@ class Gateway:
     async def list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        if getattr(ctx, "method", "tools/list") != "tools/list" and self.pool.first_starting():
+            # The extension re-lists for a name it does not know (a describe or a call): while upstreams are on
+            # their first start it may be one of theirs, so wait for them rather than call it unknown. A client's
+            # own tools/list is answered at once with what is up; the rest is announced as it arrives.
+            await self.pool.first_listings()
         # The same list object while nothing changed: the catalog recognizes an unchanged listing at once.
         return types.ListToolsResult(tools=self.listing)
 
@@ -252,9 +283,12 @@ class Gateway:
 
         Raises MCPError when the upstream answered with a JSON-RPC error (passed on as it is).
         """
+        found = self.route(name)
+        if found is None and self.pool.first_starting():
+            await self.pool.first_listings()  # eager mode's unknown name: maybe a tool of an upstream still starting
+            found = self.route(name)
         if admitted is None:
             admitted = self._version(name)
-        found = self.route(name)
         if found is None:
             message = f"Tool '{name}' is not served by any upstream."
             return Refusal(ErrorCode.TOOL_NOT_FOUND, message).tool_result()
@@ -362,11 +396,13 @@ def build_gateway(
     mode: str = "progressive",
     cached: Mapping[str, CachedServer] | None = None,
     name: str = "mcp-pd-gateway",
+    while_starting: bool = False,
     **options: Any,
 ) -> tuple[Server[Any], ProgressiveDisclosure, Gateway]:
     """The gateway server with progressive disclosure installed (`options` go to ProgressiveDisclosure).
 
-    Build it after the upstreams that start eagerly have started, so their instructions are known.
+    Upstreams may still be starting: each joins the listing and the instructions once it has listed. Requests other
+    than the handshake wait for their first start unless `while_starting` (then they are answered with what is up).
     """
     # The gateway's own tools in this mode: an upstream tool of the same name is served namespaced.
     if mode == "catalog":
@@ -408,4 +444,37 @@ def build_gateway(
     bridge.rounds.principal = lambda ctx: pd.caller(ctx).session
     bridge.use_sessions(pd.sessions)
     pd.catalog.update(gateway.listing, complete=True)
+
+    async def instructions_changed(_upstream: Upstream) -> None:
+        # Sessions that start later hear of every upstream up by then, and of its own instructions. The gateway's
+        # text is the "author's" part of what the extension advertises (private there; guarded).
+        text = gateway.instructions()
+        advertiser = pd.advertiser
+        if hasattr(advertiser, "_author") and advertiser.add_instructions and pd.mode != "eager":
+            advertiser._author = text
+            advertiser.refresh()
+        else:
+            server.instructions = text
+
+    pool.listeners.append(instructions_changed)
+    if not while_starting:
+        _gate(server, pool)
     return server, pd, gateway
+
+
+def _gate(server: Server[Any], pool: UpstreamPool) -> None:
+    """Make every request but the handshake wait (bounded) for the upstreams on their first start now: answered at
+    once, `initialize` keeps a host's connect timeout; the requests after it see every upstream that came up. Only
+    these: one a config reload adds later holds up no client."""
+    initial = pool.first_starting()
+    for method in _GATED:
+        entry = server.get_request_handler(method)
+        if entry is None or not initial:
+            continue
+
+        async def gated(ctx: Any, params: Any, handler: Any = entry.handler) -> Any:
+            if pool.first_starting(initial):
+                await pool.first_listings(initial)
+            return await handler(ctx, params)
+
+        server.add_request_handler(method, entry.params_type, gated)
