@@ -124,6 +124,7 @@ async def test_the_line_reader_splits_caps_and_says_what_it_skipped() -> None:
 
 
 @pytest.mark.req("PDX-STREAM-01")
+@pytest.mark.latency
 async def test_an_answer_over_the_limit_fails_its_own_call_and_holds_up_no_one(tmp_path: Path, mark: str) -> None:
     config = write_config(
         tmp_path / "servers.json",
@@ -323,6 +324,7 @@ async def _transfer_round(url: str, mode: str) -> tuple[list[float], list[float]
 
 @pytest.mark.req("PDX-STREAM-01", "PDX-STREAM-03")
 @pytest.mark.parametrize("mode", ["legacy", "auto"])  # the handshake era (one SSE event) and 2026-07-28 (JSON body)
+@pytest.mark.latency
 async def test_over_http_another_clients_echo_stays_fast_while_a_60_mib_result_passes(
     tmp_path: Path, mark: str, mode: str
 ) -> None:
