@@ -132,6 +132,14 @@ class Advertiser:
             update["resources"] = found.resources.model_copy(update={"list_changed": True})
         return found.model_copy(update=update) if update else found
 
+    def set_author_instructions(self, text: str | None) -> None:
+        """Replace the server author's part of the instructions (a gateway's changes as its upstreams come up)
+        and advertise the result; with nothing generated (eager mode, instructions off) it is the whole text."""
+        self._author = text
+        if self._server is not None and (not self.add_instructions or self.mode == "eager"):
+            self._server.instructions = text
+        self.refresh()
+
     def refresh(self) -> None:
         """The server's instructions: the workflow and a summary of what it offers first, then the author's."""
         if not self.add_instructions or self._server is None or self.mode == "eager":

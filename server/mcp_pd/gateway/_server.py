@@ -447,14 +447,8 @@ def build_gateway(
 
     async def instructions_changed(_upstream: Upstream) -> None:
         # Sessions that start later hear of every upstream up by then, and of its own instructions. The gateway's
-        # text is the "author's" part of what the extension advertises (private there; guarded).
-        text = gateway.instructions()
-        advertiser = pd.advertiser
-        if hasattr(advertiser, "_author") and advertiser.add_instructions and pd.mode != "eager":
-            advertiser._author = text
-            advertiser.refresh()
-        else:
-            server.instructions = text
+        # text is the "author's" part of what the extension advertises.
+        pd.advertiser.set_author_instructions(gateway.instructions())
 
     pool.listeners.append(instructions_changed)
     if not while_starting:
