@@ -249,6 +249,29 @@ def _plain_reads(disc: Discovery, reads: list[Exchange]) -> list[tuple[list[str]
     return found
 
 
+def _folded(name: str) -> str:
+    return name.casefold().translate(_PUNCTUATION)
+
+
+_PUNCTUATION = str.maketrans("", "", "_-. ")
+
+
+def _definition_of(entry: Any, key: str, disc: Discovery) -> str | None:
+    """The listed tool whose definition `entry` (under `key`, no listed name) is: named so, or (unnamed) with an
+    inputSchema only that tool's definition has. None for an error entry, or for a case or punctuation variant of
+    `key` (resource-read/exact-match and punctuation-match judge those)."""
+    if not isinstance(entry, dict) or "error" in entry:
+        return None
+    named = entry.get("name")
+    if not isinstance(named, str):
+        schema = json.dumps(entry.get("inputSchema"), sort_keys=True)
+        alike = [n for n, e in disc.entries.items() if json.dumps(e.get("inputSchema"), sort_keys=True) == schema]
+        named = alike[0] if "inputSchema" in entry and len(alike) == 1 else None
+    if named is None or named == key or named not in disc.names or _folded(named) == _folded(key):
+        return None
+    return named
+
+
 def _entries_match_keys(rec: Recorder, disc: Discovery, reads: list[Exchange]) -> None:
     """resource-read/entries-match-keys (4.4): under each requested name, that tool's definition, in every read of
     the run: named after its key, the same inputSchema whichever names were read with it, and the hints tools/list
@@ -257,12 +280,21 @@ def _entries_match_keys(rec: Recorder, disc: Discovery, reads: list[Exchange]) -
     hinted = {t["name"]: t["annotations"] for t in disc.gated_tools if isinstance(t.get("annotations"), dict)}
     first: dict[str, tuple[str, str]] = {}  # name -> (its inputSchema as JSON, the selection it was first read in)
     problems: dict[str, tuple[str, Exchange]] = {}  # one per tool
-    judged = 0
+    judged = strays = 0
     for requested, got, exchange in _plain_reads(disc, reads):
         selection = f"?tools={','.join(requested)}"
         for name in requested:
             entry = got.get(name)
-            if name not in listed or not isinstance(entry, dict) or "error" in entry or name in problems:
+            if name not in listed and name not in problems:
+                strays += 1
+                other = _definition_of(entry, name, disc)
+                if other is not None:
+                    problems[name] = (
+                        f"{selection}: the entry under {name}, which is no listed tool, is the definition of {other!r}",
+                        exchange,
+                    )
+                continue
+            if not isinstance(entry, dict) or "error" in entry or name in problems:
                 continue
             judged += 1
             named, hints, schema = entry.get("name"), entry.get("annotations"), entry.get("inputSchema")
@@ -298,10 +330,12 @@ def _entries_match_keys(rec: Recorder, disc: Discovery, reads: list[Exchange]) -
     rec.judge(
         "resource-read/entries-match-keys",
         list(problems.values()),
-        ok=f"{judged} entries in the run's reads: each the definition of its key, the same in every read",
+        ok=f"{judged} entries in the run's reads: each the definition of its key, the same in every read"
+        + (f"; none of {strays} entries under unknown names is a tool's definition" if strays else ""),
         expected='under each requested name, that tool\'s definition: {"<name>": {"name": "<name>", ...}}, the same '
         "whichever names are read with it",
-        prefix=f"{len(problems)} tools were answered with another definition: ",
+        prefix=f"{len(problems)} requested name{' was' if len(problems) == 1 else 's were'} answered with another "
+        "tool's definition: ",
     )
 
 

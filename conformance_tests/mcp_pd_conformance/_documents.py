@@ -35,6 +35,7 @@ __all__ = [
     "same_selection_uri",
     "schema_detail",
     "uri_path",
+    "wrapped",
 ]
 
 MISSING_TOOL_SELECTION = "MISSING_TOOL_SELECTION"
@@ -111,6 +112,11 @@ def error_document(value: Any) -> dict[str, Any] | None:
     return None
 
 
+def wrapped(value: Any) -> bool:
+    """Whether an error document came as spec 6.1 and 6.2 write it, `{"error": {"code", ...}}`, not the bare object."""
+    return isinstance(value, dict) and isinstance(value.get("error"), dict)
+
+
 @dataclass
 class CallOutcome:
     """What a tools/call did: ran (`ok`), was refused with a coded error document, or failed otherwise."""
@@ -119,6 +125,7 @@ class CallOutcome:
     via: Literal["result", "jsonrpc"] | None = None
     document: dict[str, Any] | None = None
     detail: str = ""
+    wrapped: bool = True  # the document came inside {"error": {...}}, as spec 6.2 writes it (not the bare object)
 
     @property
     def code(self) -> str | None:
@@ -138,20 +145,22 @@ def classify_call(exchange: Exchange) -> CallOutcome:
     if exchange.error is not None:
         document = error_document(exchange.error.data)
         if document is not None:
-            return CallOutcome("refused", "jsonrpc", document)
+            return CallOutcome("refused", "jsonrpc", document, wrapped=wrapped(exchange.error.data))
         return CallOutcome("error", "jsonrpc", None, exchange.received)
     result = exchange.result or {}
     if result.get("isError") is not True:
         return CallOutcome("ok")
-    document = error_document(result.get("structuredContent"))
+    value = result.get("structuredContent")
+    document = error_document(value)
     if document is None:
         for item in result.get("content") or []:
             if isinstance(item, dict) and isinstance(item.get("text"), str):
                 decoded = _decode_json(item["text"])
                 if decoded is not None and (document := error_document(decoded[0])) is not None:
+                    value = decoded[0]
                     break
     if document is not None:
-        return CallOutcome("refused", "result", document)
+        return CallOutcome("refused", "result", document, wrapped=wrapped(value))
     return CallOutcome("error", "result", None, exchange.received)
 
 

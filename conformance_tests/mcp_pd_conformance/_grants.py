@@ -4,8 +4,8 @@ Session G opens with the era sessions, before anything is fetched anywhere, and 
 unfetched (`open_grants`). At the end of the run it goes on (`finish_grants`): reads that must grant
 nothing, a read of another tool, one read of several tools, a longer stretch of other requests (and,
 with --grant-hold, a wait), each followed by calls. A fresh session H checks that a read mixing known
-and unknown names authorizes the known ones, and that its grant outlives refusals (a read without a
-selection, an unfetched call of another tool, a read of an unknown name). Only read-only tools (or
+and unknown names authorizes the known ones, and that its grant outlives requests that grant nothing (a read
+without a selection, a refused call of another tool, a read naming an unknown tool). Only read-only tools (or
 --call-tool) are ever called.
 """
 
@@ -332,10 +332,12 @@ async def _mixed(pool: Pool, target: Target, g: GrantsSession, rec: Recorder, di
 
 
 async def _survive_refusals(h: Held, g: GrantsSession, rec: Recorder, base: str, unknown: str) -> None:
-    """grants/survive-refusals: session H holds a grant of the first safe tool; each refusal must leave it.
+    """grants/survive-refusals: session H holds a grant of the first safe tool; a read without a selection (refused),
+    a refused call of another tool and a read naming an unknown tool (a successful read that serves no definition,
+    I-4) must each leave it.
 
-    After each refused request the grant is called; when it is gone, it is read again, so that every refusal
-    that clears grants is named, not only the first.
+    After each of them the grant is called; when it is gone, it is read again, so that every request that clears
+    grants is named, not only the first.
     """
     peer, first = h.peer, g.tools[0]
     # Another read-only tool, never fetched in H, so refused unfetched; with a single one, an unknown tool's call.
@@ -343,10 +345,10 @@ async def _survive_refusals(h: Held, g: GrantsSession, rec: Recorder, base: str,
     steps: list[tuple[str, Callable[[], Awaitable[Exchange]]]] = [
         ("a read without a selection", lambda: peer.read(base)),
         (
-            f"an unfetched call of {other}" if other != unknown else f"a call of the unknown tool {unknown}",
+            f"a refused call of {other} (unfetched)" if other != unknown else f"a call of the unknown tool {unknown}",
             lambda: peer.call(other, g.arguments.get(other, {})),
         ),
-        (f"a read of the unknown name {unknown}", lambda: peer.read(selection_uri(base, unknown))),
+        (f"a read naming an unknown tool ({unknown})", lambda: peer.read(selection_uri(base, unknown))),
     ]
     lost: list[tuple[str, Exchange]] = []
     for label, send in steps:
@@ -362,7 +364,8 @@ async def _survive_refusals(h: Held, g: GrantsSession, rec: Recorder, base: str,
         SURVIVE,
         lost,
         ok=f"{first} stayed authorized after {', '.join(label for label, _ in steps)}",
-        expected=f"{first} still passes the gate: a refused request changes no grant (grants last for the session)",
-        prefix="a refusal cleared the session's grants: ",
+        expected=f"{first} still passes the gate: a request that serves no definition changes no grant (grants last "
+        "for the session)",
+        prefix="a request that granted nothing cleared the session's grants: ",
         shown=None,
     )

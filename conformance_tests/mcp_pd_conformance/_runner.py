@@ -28,7 +28,7 @@ from ._probe import MAX_PAGES, ConnectFailure, Held, Mode, Peer, Pool, Target
 from ._profiles import ProfileContext
 from ._record import Recorder
 from ._selection import selection_parsing
-from ._served import capabilities_declared, served_tools_listed
+from ._served import capabilities_in_eras, served_tools_listed
 from ._sessions import (
     EraSession,
     finish_era,
@@ -149,7 +149,6 @@ async def _run(
     await tools_list(peer, rec, disc)
     say("resource-listing")
     await resource_listing(peer, rec, disc)
-    capabilities_declared(peer, rec, disc)
     await peer.paginate("resourceTemplates")
     _judge_pagination(rec, peer)
     if disc.no_resource_reason:
@@ -202,6 +201,11 @@ async def _run(
                 say("sessionless")
                 pinned = await open_sessionless(pool, target, rec, disc, default)
 
+    if "resource-listing" in scenarios:
+        # Each era's capabilities from its own handshake: the discovery session's, and the era sessions' above.
+        peers = {("legacy" if "legacy" in options.eras else "2026-07-28"): peer}
+        peers |= {s.era: s.held.peer for s in sessions if s.era not in peers}
+        await capabilities_in_eras(pool, target, options.eras, peers, rec, disc)
     if "resource-read" in scenarios or calling:
         await learn_definitions(peer, disc)
     if "resource-read" in scenarios:
@@ -288,7 +292,7 @@ def _finish(report: Report, rec: Recorder, wanted: list[CheckSpec], options: Opt
         else "no MCP connection (see connection/handshake)"
     )
     for spec in wanted:
-        for era in options.eras if spec.scenario in PER_ERA_SCENARIOS else (None,):
+        for era in options.eras if spec.per_era else (None,):
             if not rec.has(spec.id, era):
                 rec.skip(spec.id, reason, era=era)
     ids = {spec.id for spec in wanted}

@@ -42,7 +42,8 @@ def _keys(exchange: Exchange) -> tuple[dict[str, Any] | None, str]:
 
 
 async def selection_parsing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
-    """resource-read/several-names, mixed-known-unknown, punctuation-match, encoded-selection, other-parameters."""
+    """resource-read/several-names, mixed-known-unknown, punctuation-match, encoded-selection, other-parameters;
+    and one re-read of the first names in reverse order, for resource-read/entries-match-keys."""
     assert disc.base is not None
     base, names = disc.base, disc.names
     unknown = unknown_name(names)
@@ -64,6 +65,10 @@ async def selection_parsing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
             )
     else:
         rec.skip("resource-read/several-names", f"the server lists {len(names)} tools; three are needed")
+    # The same names again, in reverse order: resource-read/entries-match-keys compares every entry with the earlier
+    # reads', so a server answering from a cache keyed by the set of names (paired by position) shows there.
+    if len(names) >= 2:
+        await peer.read(selection_uri(base, *reversed(names[:5])))
 
     known = names[:2]
     mixed = [known[0], unknown, *known[1:]]

@@ -1,7 +1,8 @@
 """What a server serves against what it declares and lists: capabilities, and tools described but never listed.
 
-Both are judged in the discovery session from what the run already saw, and cost no request on a correct server:
-the capabilities come from the handshake (or `server/discover`), and the names to look for come from the
+Both are judged from what the run already saw, and cost no request on a correct server: the capabilities come from
+each era's handshake (or `server/discover`), in the session the run has in that era (one is opened only when the run
+has none there), and the names to look for come from the
 `available_tools` of unknown-name entries in every read the run made (one read of an unknown name is sent only
 when no read so far carried such an entry). A name found there that no page of `tools/list` holds is read; if
 the resource describes it, it is served but never listed, and when its own definition marks it read-only it is
@@ -15,24 +16,25 @@ from typing import Any
 
 from ._checks import Discovery, selection_uri, unknown_name
 from ._documents import classify_call, example_arguments
-from ._probe import Exchange, Peer, short
+from ._probe import ConnectFailure, Exchange, Peer, Pool, Target, short
 from ._record import Recorder
 
-__all__ = ["capabilities_declared", "served_tools_listed"]
+__all__ = ["capabilities_declared", "capabilities_in_eras", "served_tools_listed"]
 
 CAPABILITY = "resource-listing/capability-declared"
 LISTED = "tools-list/served-tools-listed"
 MAX_UNLISTED = 8  # names read (and, when read-only, called) by tools-list/served-tools-listed
 
 
-def capabilities_declared(peer: Peer, rec: Recorder, disc: Discovery) -> None:
-    """resource-listing/capability-declared: what resources/list and tools/list served is declared.
+def capabilities_declared(peer: Peer, rec: Recorder, disc: Discovery, era: str) -> None:
+    """resource-listing/capability-declared in `era`: what resources/list and tools/list served is declared in the
+    capabilities `peer` was given (by initialize, or by server/discover).
 
     A host that follows base MCP uses only negotiated capabilities (Appendix B keeps base MCP), so it never sends
     resources/list to a server that does not declare `resources`: the descriptions resource is then not provided.
     """
     if disc.base is None:
-        rec.skip(CAPABILITY, "no tool_descriptions resource was listed (see resource-listing/listed)")
+        rec.skip(CAPABILITY, "no tool_descriptions resource was listed (see resource-listing/listed)", era=era)
         return
     caps = peer.client.server_capabilities.model_dump(by_alias=True, mode="json", exclude_none=True)
     missing = [
@@ -49,10 +51,37 @@ def capabilities_declared(peer: Peer, rec: Recorder, disc: Discovery) -> None:
             CAPABILITY,
             f"protocol {version}: the capabilities declare no {' and no '.join(missing)}; a host that respects "
             f"capabilities never lists the resource (declared: {short(sorted(caps), 160)})",
-            expected='capabilities with "resources" (and "tools") for what the server serves',
+            expected='capabilities with "resources" (and "tools") for what the server serves, in every protocol '
+            "version it negotiates",
+            era=era,
         )
     else:
-        rec.ok(CAPABILITY, f"protocol {version}: resources and tools are declared")
+        rec.ok(CAPABILITY, f"protocol {version}: resources and tools are declared", era=era)
+
+
+async def capabilities_in_eras(
+    pool: Pool, target: Target, eras: tuple[str, ...], peers: dict[str, Peer], rec: Recorder, disc: Discovery
+) -> None:
+    """resource-listing/capability-declared once per era, each read from that era's own handshake: with the session
+    the run already has in it (`peers`), else a session opened for this alone. A server may build its capabilities
+    per protocol version, and declare `resources` in one and not the other."""
+    for era in eras:
+        peer = peers.get(era)
+        if disc.base is None:
+            rec.skip(CAPABILITY, "no tool_descriptions resource was listed (see resource-listing/listed)", era=era)
+            continue
+        if peer is not None:
+            capabilities_declared(peer, rec, disc, era)
+            continue
+        try:
+            held = await pool.open(target, "legacy" if era == "legacy" else "auto")
+        except ConnectFailure as exc:
+            rec.skip(CAPABILITY, f"could not open a {era} session: {exc.message}", era=era)
+            continue
+        try:
+            capabilities_declared(held.peer, rec, disc, era)
+        finally:
+            await held.close()
 
 
 def _entries(exchange: Exchange) -> dict[str, Any]:

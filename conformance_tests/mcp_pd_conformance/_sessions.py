@@ -311,6 +311,8 @@ def _judge_refusal_document(
 ) -> None:
     document = outcome.document or {}
     problems = []
+    if not outcome.wrapped:
+        problems.append('the document is the bare {"code", ...} object, not wrapped in {"error": {...}}')
     if outcome.code != TOOL_DESCRIPTION_REQUIRED:
         problems.append(f"code is {outcome.code!r}")
     message = document.get("message")
@@ -322,8 +324,8 @@ def _judge_refusal_document(
         rec.fail(
             "authorization/error-document",
             "; ".join(problems),
-            expected=f"code {TOOL_DESCRIPTION_REQUIRED}, a message naming {name!r}, "
-            f"resource_uri {selection_uri(base, name)!r}",
+            expected=f'{{"error": {{"code": "{TOOL_DESCRIPTION_REQUIRED}", "message": <naming {name!r}>, '
+            f'"resource_uri": "{selection_uri(base, name)}"}}}} (spec 6.2, the wrapper included)',
             exchange=exchange,
             era=era,
         )

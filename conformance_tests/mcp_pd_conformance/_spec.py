@@ -20,6 +20,7 @@ __all__ = [
     "CHECKS_BY_ID",
     "CORE_CHECKS",
     "ERAS",
+    "PER_ERA_CHECKS",
     "PER_ERA_SCENARIOS",
     "PROFILES",
     "REQUIREMENTS",
@@ -128,6 +129,11 @@ class CheckSpec:
     @property
     def scenario(self) -> str:
         return self.id.split("/", 1)[0]
+
+    @property
+    def per_era(self) -> bool:
+        """Whether the check reports once per selected protocol era (`id[era]`), not once per run."""
+        return self.scenario in PER_ERA_SCENARIOS or self.id in PER_ERA_CHECKS
 
     @property
     def section(self) -> str:
@@ -597,9 +603,9 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         "authorization/error-document",
         M,
         ("PD-6.2-01",),
-        "the TOOL_DESCRIPTION_REQUIRED document names the tool and gives resource_uri",
+        'the TOOL_DESCRIPTION_REQUIRED document is wrapped in {"error": ...}, names the tool and gives resource_uri',
         'Return {"error": {"code": "TOOL_DESCRIPTION_REQUIRED", "message": "Tool \'<name>\' requires fetching '
-        'its description before use.", "resource_uri": "<base>?tools=<name>"}}.',
+        'its description before use.", "resource_uri": "<base>?tools=<name>"}}, the wrapper included.',
     ),
     _c(
         "authorization/fetch-authorizes",
@@ -669,9 +675,11 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         "grants/survive-refusals",
         M,
         ("PD-5.1-03",),
-        "a refused read (no selection, an unknown name) or a refused call of another tool leaves the session's grants",
-        "Change grants only when a read serves a definition: a refusal (MISSING_TOOL_SELECTION, an unknown name, "
-        "TOOL_DESCRIPTION_REQUIRED for another tool) must not clear or reset the session's grants.",
+        "a read without a selection, a read naming an unknown tool and a refused call of another tool each leave the "
+        "session's grants",
+        "Change grants only when a read serves a definition, and then only add to them: a read refused with "
+        "MISSING_TOOL_SELECTION, a read naming an unknown tool (its error entry grants nothing) and a call refused "
+        "with TOOL_DESCRIPTION_REQUIRED must not clear or reset the session's grants.",
     ),
     _c(
         "grants/persist-through-session",
@@ -869,3 +877,5 @@ SCENARIOS: Final[tuple[str, ...]] = tuple(dict.fromkeys(c.scenario for c in CHEC
 CORE_CHECKS: Final[tuple[CheckSpec, ...]] = tuple(c for c in CHECKS if c.profile is None)
 # Scenarios run once per selected protocol era; the others run once.
 PER_ERA_SCENARIOS: Final[frozenset[str]] = frozenset({"authorization", "isolation", "session-end"})
+# Checks of other scenarios judged in each era too: what a server declares can differ between its handshakes.
+PER_ERA_CHECKS: Final[frozenset[str]] = frozenset({"resource-listing/capability-declared"})

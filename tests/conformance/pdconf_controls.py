@@ -35,6 +35,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 BASE = "resource:///tool_descriptions"
 
@@ -104,8 +105,8 @@ DEFECTS = {
     "first-needs-arguments": "a correct server whose read-only tools have no examples: the first requires "
     "arguments, list_notes requires none (allowed; the suite calls list_notes with {})",
     # Issue 33: traffic the suite did not compare (grants across refusals, capabilities, paging, gate order).
-    "traffic-refusals-wipe": "a refused read (no selection, an unknown name) or a refused call clears the session's "
-    "grants (violates PD-5.1-03)",
+    "traffic-refusals-wipe": "a read without a selection, a read naming an unknown tool or a refused call clears the "
+    "session's grants (violates PD-5.1-03)",
     "traffic-undeclared-resources": "serves the tool_descriptions resource without declaring the resources "
     "capability (violates PD-2-02 and PD-4.1-01 under base MCP, spec/interpretations.md I-26)",
     "traffic-unlisted-tool": "a paging bug: the second tools/list page starts one tool late, so list_notes is "
@@ -124,6 +125,15 @@ DEFECTS = {
     "doc-grouped-unknown": 'unknown names are answered under one extra "not_found" key (violates PD-4.4-03)',
     "doc-name-description": "list_notes is listed with its own name as its description (violates PD-3.1-02)",
     "doc-usage-listing": "word_count's listed description tells the caller what to pass (violates PD-3.1-04)",
+    # Issue 33, the gaps a blind tester found in the third round.
+    "gap-bare-refusal": 'TOOL_DESCRIPTION_REQUIRED is the bare {"code", "message", "resource_uri"} object, without '
+    '{"error": ...} (violates PD-6.2-01)',
+    "gap-undeclared-modern": "resources declared in the 2025-11-25 handshake but not in 2026-07-28's server/discover "
+    "(violates PD-2-02 and PD-4.1-01 in that era, I-26)",
+    "gap-unknown-holds-definition": "a read naming known and unknown tools pairs the requested names with the known "
+    "tools' definitions by position, so an unknown name holds a real tool's definition (violates PD-4.4-01)",
+    "gap-cached-by-set": "reads of several tools are cached by the set of names, and a cached answer pairs the names "
+    "in the new order with the definitions in the first (violates PD-4.4-01)",
     # Profile tool-fallback (I-13): `good` with a describe tool.
     "describe-good": "good, plus a correct describe_tools tool",
     "describe-gated": "describe_tools is an ordinary tool to this server: listed minimal, gated, never named in "
@@ -456,6 +466,7 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
     grants: dict[str, dict[str, tuple[float, int]]] = {}  # session -> tool -> (when, request number)
     requests: dict[str, int] = {}
     reads: dict[str, int] = {}
+    cache: dict[frozenset[str], list[str]] = {}  # gap-cached-by-set: names -> the order they were first read in
     refusals: dict[tuple[str, str], int] = {}
     uses: dict[tuple[str, str], int] = {}
 
@@ -559,7 +570,7 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             document["error"]["describe_tool_call"] = {"name": DESCRIBE, "arguments": {"tools": [name]}}
         if defect == "jsonrpc-refusal":
             raise MCPError(-32001, document["error"]["message"], document)
-        return _text_result(document, error=True)
+        return _text_result(document["error"] if defect == "gap-bare-refusal" else document, error=True)
 
     def run(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         # These tools check their arguments against their real schema before doing anything, as SDK tools do
@@ -670,6 +681,16 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         known = [n for n in names if _lookup(defect, n) is not None]
         # doc-paired-by-position: the requested names zipped with their definitions sorted by name.
         paired = dict(zip(known, sorted(known), strict=True)) if defect == "doc-paired-by-position" else {}
+        if defect == "gap-cached-by-set" and len(known) > 1:  # the first order this set of names was read in
+            paired = dict(zip(known, cache.setdefault(frozenset(known), list(known)), strict=True))
+        if defect == "gap-unknown-holds-definition" and unknown:  # every requested name zipped with the known ones
+            zipped = dict(zip(names, known, strict=False))
+            for name in names:
+                if name in zipped:
+                    body[name] = _served(defect, zipped[name])
+                elif name not in FULL:
+                    body[name] = {"error": f"Tool '{name}' not found", "available_tools": sorted(FULL)}
+            return body, known
         for name in names:
             real = _lookup(defect, name)
             if real is not None:
@@ -762,11 +783,15 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             )
 
         server.create_initialization_options = advertise  # type: ignore[method-assign]
-    if defect == "traffic-undeclared-resources":
+    if defect in ("traffic-undeclared-resources", "gap-undeclared-modern"):
         declared = server.get_capabilities
 
         def undeclared(*args: Any, **kwargs: Any) -> types.ServerCapabilities:
-            return declared(*args, **kwargs).model_copy(update={"resources": None})
+            capabilities = declared(*args, **kwargs)
+            # gap-undeclared-modern: capabilities built by hand for server/discover, and right only for initialize.
+            if defect == "gap-undeclared-modern" and kwargs.get("protocol_version") not in MODERN_PROTOCOL_VERSIONS:
+                return capabilities
+            return capabilities.model_copy(update={"resources": None})
 
         server.get_capabilities = undeclared  # type: ignore[method-assign]
     discover = server.get_request_handler("server/discover")
