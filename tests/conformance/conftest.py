@@ -15,10 +15,10 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 
-import anyio
 import pytest
 from mcp_pd_conformance import ERAS, Options, Report, Target, run_suite
 from pdtest import CATALOGS, http_command
+from pdtest_suite import run_many
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -150,25 +150,6 @@ def http_servers(argvs: dict[str, tuple[str, ...]]) -> Iterator[dict[str, str]]:
         if failures:
             raise failures[0]
         yield urls
-
-
-def run_many(jobs: dict[str, Callable[[], Awaitable[Report]]], limit: int = 3) -> dict[str, Report]:
-    """Run suite jobs concurrently, at most `limit` at a time."""
-    reports: dict[str, Report] = {}
-
-    async def main() -> None:
-        gate = anyio.Semaphore(limit)
-
-        async def one(name: str, job: Callable[[], Awaitable[Report]]) -> None:
-            async with gate:
-                reports[name] = await job()
-
-        async with anyio.create_task_group() as tg:
-            for name, job in jobs.items():
-                tg.start_soon(one, name, job)
-
-    anyio.run(main)
-    return reports
 
 
 def _job(options: Options) -> Callable[[], Awaitable[Report]]:

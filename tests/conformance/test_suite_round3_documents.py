@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-from mcp_pd_conformance import Options, Report, Status, Target, render, run_suite
+from mcp_pd_conformance import Options, Report, Status, Target, render
 from mcp_pd_conformance._text import only_the_name, usage_instruction
 from pdtest import CATALOGS, http_command
+from pdtest_suite import keys, run_options
 
 CONTROLS = Path(__file__).resolve().parent / "pdconf_controls.py"
 # Each defect is in a document: one discovery session shows it; the calling scenarios only add processes.
@@ -76,25 +75,6 @@ SHARPENED = (
 )
 
 
-def _runs(options: dict[str, Options], limit: int = 4) -> dict[str, Report]:
-    """`run_suite` for each of `options`, at most `limit` at a time."""
-    reports: dict[str, Report] = {}
-
-    async def main() -> None:
-        gate = anyio.Semaphore(limit)
-
-        async def one(name: str, job: Callable[[], Awaitable[Report]]) -> None:
-            async with gate:
-                reports[name] = await job()
-
-        async with anyio.create_task_group() as tg:
-            for name, option in options.items():
-                tg.start_soon(one, name, lambda option=option: run_suite(option))
-
-    anyio.run(main)
-    return reports
-
-
 def _options(target: Target) -> Options:
     return Options(target, eras=("legacy",), skip=CALLING)
 
@@ -107,11 +87,7 @@ def doc_reports() -> dict[str, Report]:
     with http_command((sys.executable, str(CONTROLS), *names, "--http")) as url:
         base = url.removesuffix("/mcp")
         options |= {f"http {d}": _options(Target(url=f"{base}/{d}/mcp")) for d in names}
-        return _runs(options)
-
-
-def _keys(report: Report, status: Status) -> set[str]:
-    return {r.key for r in report.results if r.status is status}
+        return run_options(options)
 
 
 @pytest.mark.req("PD-3.1-02", "PD-3.1-04", "PD-3.2-02", "PD-3.2-03", "PD-4.4-01", "PD-4.4-03", "PD-6.1-01", "PD-6.3-01")
@@ -127,9 +103,9 @@ def test_each_document_defect_fails_exactly_its_check(
     assert result.expected and result.spec.hint, text  # what to send instead, and the fix line
     failed = {expect.check} if expect.status is F else set()
     warned = ({expect.check} if expect.status is W else set()) | expect.warns
-    assert _keys(report, F) == failed, text
-    assert _keys(report, W) == warned, text
-    assert _keys(report, Status.SKIPPED) <= _keys(good, Status.SKIPPED) | expect.skips, text
+    assert keys(report, F) == failed, text
+    assert keys(report, W) == warned, text
+    assert keys(report, Status.SKIPPED) <= keys(good, Status.SKIPPED) | expect.skips, text
     assert report.exit_code == (1 if failed else 0), text
 
 
@@ -138,7 +114,7 @@ def test_good_passes_the_new_checks_with_every_definition_judged(
     transport: str, doc_reports: dict[str, Report]
 ) -> None:
     report = doc_reports[f"{transport} good"]
-    assert not _keys(report, F) | _keys(report, W), render(report)
+    assert not keys(report, F) | keys(report, W), render(report)
     status = {r.id: r for r in report.results}
     assert all(status[c].status is Status.SUCCESS for c in (*NEW_CHECKS, *SHARPENED)), render(report)
     # Every listed tool's definition, wipe_notes (destructive) included, not only the two read first.
@@ -152,7 +128,7 @@ def test_reference_server_passes_the_new_checks_without_warnings(
     """The project's own server, over stdio and HTTP in both eras: every new or sharpened check passes, and the run
     has no warning at all; every listed tool's definition is judged."""
     for report in (reference_reports["reference"], http_reports["reference"]):
-        assert not _keys(report, F) | _keys(report, W), render(report)
+        assert not keys(report, F) | keys(report, W), render(report)
         status = {r.id: r for r in report.results}
         assert all(status[c].status is Status.SUCCESS for c in (*NEW_CHECKS, *SHARPENED)), render(report)
         # Every tool it gates: those tools/list lists, but for its own describe_tools (never gated nor judged).
@@ -168,7 +144,7 @@ def test_a_large_catalog_is_judged_within_a_bound() -> None:
     none of the real listed descriptions is taken for usage instructions or a bare name."""
     argv = (sys.executable, "-m", "mcp_pd", "serve", "--no-watch", "--simulate", "--descriptions")
     target = Target(stdio=(*argv, str(CATALOGS / "github-mcp-server")))
-    report = _runs({"github": Options(target, eras=("legacy",), only=("tools-list", "resource-read"))})["github"]
+    report = run_options({"github": Options(target, eras=("legacy",), only=("tools-list", "resource-read"))})["github"]
     status = {r.id: r for r in report.results}
     judged = status["resource-read/full-entry"]
     assert judged.status is Status.SUCCESS and "50 definitions (" in judged.message, render(report)

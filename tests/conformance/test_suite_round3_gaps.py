@@ -13,15 +13,14 @@ so the 2026-07-28 era is negotiated by handshake: `gap-undeclared-modern` is std
 from __future__ import annotations
 
 import sys
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
 import pytest
-from mcp_pd_conformance import ERAS, Options, Report, Status, Target, render, run_suite
+from mcp_pd_conformance import ERAS, Options, Report, Status, Target, render
 from mcp_pd_conformance._spec import Era
 from pdtest import http_command
+from pdtest_suite import keys, run_options
 
 CONTROLS = Path(__file__).resolve().parent / "pdconf_controls.py"
 CALLING = ("authorization", "grants", "isolation", "session-end", "sessionless")
@@ -68,25 +67,6 @@ GAPS = {
 GOOD = Gap("", "", eras=ERAS, skip=NOT_AUTHORIZATION)
 
 
-def _runs(options: dict[str, Options], limit: int = 4) -> dict[str, Report]:
-    """`run_suite` for each of `options`, at most `limit` at a time."""
-    reports: dict[str, Report] = {}
-
-    async def main() -> None:
-        gate = anyio.Semaphore(limit)
-
-        async def one(name: str, job: Callable[[], Awaitable[Report]]) -> None:
-            async with gate:
-                reports[name] = await job()
-
-        async with anyio.create_task_group() as tg:
-            for name, option in options.items():
-                tg.start_soon(one, name, lambda option=option: run_suite(option))
-
-    anyio.run(main)
-    return reports
-
-
 @pytest.fixture(scope="module")
 def gap_reports() -> dict[str, Report]:
     """Every gap control and `good` over stdio; those whose mistake shows over HTTP also there, in the legacy era
@@ -101,11 +81,7 @@ def gap_reports() -> dict[str, Report]:
         base = url.removesuffix("/mcp")
         for name in over_http:
             options[f"http {name}"] = Options(Target(url=f"{base}/{name}/mcp"), eras=("legacy",), skip=runs[name].skip)
-        return _runs(options)
-
-
-def _keys(report: Report, status: Status) -> set[str]:
-    return {r.key for r in report.results if r.status is status}
+        return run_options(options)
 
 
 def _ids(report: Report, status: Status) -> set[str]:
@@ -125,15 +101,15 @@ def test_each_gap_control_fails_exactly_its_check(control: str, transport: str, 
     assert failed and all(gap.shows in r.message for r in failed), text
     assert all(r.expected and r.spec.hint for r in failed), text  # what to send instead, and the fix line
     assert _ids(report, Status.FAILURE) == {gap.check} | gap.also, text
-    assert not _keys(report, Status.WARNING), text
-    assert _keys(report, Status.SKIPPED) <= _keys(good, Status.SKIPPED), text
+    assert not keys(report, Status.WARNING), text
+    assert keys(report, Status.SKIPPED) <= keys(good, Status.SKIPPED), text
     assert report.exit_code == 1 and report.verdict.startswith("FAIL"), text
 
 
 @pytest.mark.req("PD-6.2-01")
 def test_a_bare_refusal_fails_in_each_era(gap_reports: dict[str, Report]) -> None:
     report = gap_reports["stdio gap-bare-refusal"]
-    assert _keys(report, Status.FAILURE) == {f"authorization/error-document[{era}]" for era in ERAS}, render(report)
+    assert keys(report, Status.FAILURE) == {f"authorization/error-document[{era}]" for era in ERAS}, render(report)
 
 
 @pytest.mark.req("PD-2-02", "PD-4.1-01")
@@ -153,7 +129,7 @@ def test_good_passes_what_the_gap_controls_fail(transport: str, gap_reports: dic
     and the unknown names' included, is its key's own."""
     report = gap_reports[f"{transport} good"]
     text = render(report)
-    assert not _keys(report, Status.FAILURE) | _keys(report, Status.WARNING), text
+    assert not keys(report, Status.FAILURE) | keys(report, Status.WARNING), text
     assert report.exit_code == 0, text
     status = {r.key: r for r in report.results}
     entries = status["resource-read/entries-match-keys"]
