@@ -208,6 +208,39 @@ async def test_http_serves_the_cache_at_once_and_a_call_waits_for_its_upstream(t
     assert _matches(r"upstream 'late' ready after \d+\.\d s", said), said
 
 
+# How long each attempt of an upstream that never answers may take, in the test below.
+HANGING_START = 6.0
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+@pytest.mark.req("PDX-START-01")
+async def test_only_the_first_start_is_waited_for_not_the_retries_of_an_upstream_that_failed_it(
+    tmp_path: Path, mark: str
+) -> None:
+    servers = {
+        "plain": stdio(sys.executable, str(PLAIN), mark=mark),
+        "hang": stdio(sys.executable, "-c", "import time; time.sleep(1000)", mark=mark),  # never answers
+    }
+    config = write_config(tmp_path / "servers.json", servers)
+    log = tmp_path / "gateway.log"
+    start_timeout = ("--start-timeout", str(HANGING_START))
+    async with _stdio_gateway(config, log, *start_timeout) as client:
+        assert "echo" in _names(await client.list_tools())  # after hang's first start timed out
+        await eventually(lambda: _true("(failure 1)" in log.read_text()), "the first failure", timeout=SPAWN)
+        # The gateway retries it with backoff, each attempt as long as the first: no request waits on those. The
+        # window covers the whole next attempt (its failure is logged inside it).
+        worst, until = 0.0, time.monotonic() + 2 * HANGING_START
+        while time.monotonic() < until or "(failure 2)" not in log.read_text():
+            began = time.monotonic()
+            assert "echo" in _names(await client.list_tools())
+            worst = max(worst, time.monotonic() - began)
+            await anyio.sleep(0.1)
+            assert time.monotonic() < until + SPAWN, "no second attempt was made"
+        # A request gated on the retry would wait for most of an attempt.
+        assert worst < HANGING_START / 2, f"a tools/list waited {worst:.1f} s during a retry"
+
+
 async def _true(value: bool) -> bool:
     return value
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import mcp_types as types
 import pytest
 from gateway.gwtest import HERE, PLAIN, connect, describe, error_of, gateway_params, stdio, write_config
@@ -413,6 +414,45 @@ async def test_the_http_lane_writes_large_strings_exactly_and_only_into_their_ow
                 # A marker that is not this request's own is never replaced (nor is any other client's).
                 marker = "mcp-pd-deferred:" + "0" * 32
                 assert _text(await c.call_tool("echo", {"text": marker})) == marker
+
+
+@pytest.mark.req("PDX-STREAM-03")
+async def test_a_keep_alive_ping_never_lands_inside_an_event_the_lane_is_writing() -> None:
+    """sse_starlette sends its keep-alive ping from a task of its own, through the same `send`: written between the
+    slices of a big event, it would end up inside the result's string. An app that sends a ping while its one
+    event's big string is being written in slices must see the ping after the event, whole."""
+    from mcp_pd.gateway._http_lane import HttpLane
+
+    lane = HttpLane(threshold=10, slice_size=1000)
+    text = "0123456789" * 10_000  # 100 slices, each with a turn of the event loop
+    ping = b": ping\r\n\r\n"
+
+    begun = anyio.Event()  # the event's first slice is on the wire
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        marker = lane._hold(text, scope["mcp_pd.http_lane"])  # what `instrument` does for a tool result
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+        event = b'data: {"text":"' + marker.encode() + b'"}\r\n\r\n'
+
+        async def keep_alive() -> None:
+            await begun.wait()
+            await send({"type": "http.response.body", "body": ping, "more_body": True})
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(keep_alive)
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    sent: list[bytes] = []
+
+    async def collect(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            sent.append(message.get("body", b""))
+            begun.set()
+
+    await lane.app(app)({"type": "http", "method": "POST", "path": "/mcp", "headers": []}, None, collect)
+    assert b"".join(sent) == b'data: {"text":"' + text.encode() + b'"}\r\n\r\n' + ping
+    assert not lane.strings  # written once, then let go
 
 
 @pytest.mark.req("PDX-STREAM-03")

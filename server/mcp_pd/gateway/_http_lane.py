@@ -9,12 +9,13 @@ only the big strings themselves:
 - `instrument` wraps the `tools/call` handler from outside, after everything else (metrics see the real result).
   A result that answers an HTTP request and carries a string of at least `threshold` characters (a text, an
   image's or audio's data, an embedded resource's text or blob) leaves the handler with that string replaced by a
-  marker: a random, single-use token, held for that one request only (in its ASGI scope, so no other request,
-  client or response can ever be given it, and it is gone with the request).
+  marker: a random, single-use token (nobody else can know or send it), its string held by the lane until the
+  response carrying the marker is written or the request that made it ends.
 - `app` wraps the SDK's ASGI app: in that request's response body (the SSE event in the handshake era, the JSON
   body in the 2026-07-28 era), the quoted marker is replaced by the string JSON-encoded a slice at a time with a
   turn of the event loop between slices, and written a slice at a time (uvicorn waits for the socket between
-  them). A JSON body's `content-length` is set to the size actually written.
+  them), one message of the response at a time (a keep-alive ping waits for the event's last slice). A JSON
+  body's `content-length` is set to the size actually written.
 
 The encoding is the one the SDK sends (a JSON string; UTF-8 as pydantic writes it, `\\uXXXX` for what UTF-8 cannot
 carry), inside one SSE `data:` line (JSON escapes every line break). Stdio has its own lane (`_lane.py`).
@@ -44,8 +45,9 @@ _MARKER: Final = re.compile(rb'"mcp-pd-deferred:([0-9a-f]{32})"')
 Handler = Callable[[Any, Any], Awaitable[Any]]
 
 
-class _Held(dict[str, str]):
-    """One request's deferred strings by token (a type of its own: nothing else in a scope is mistaken for it)."""
+class _Held(set[str]):
+    """The tokens of one request's deferred strings (a type of its own: nothing else in a scope is mistaken for it);
+    the strings themselves are the lane's until that request ends."""
 
 
 class HttpLane:
@@ -55,6 +57,10 @@ class HttpLane:
         self.threshold = threshold
         self.slice_size = slice_size
         self.taken = 0  # strings the lane wrote (the tests and the benchmark read it)
+        # Deferred strings by token, for as long as the request that made each is open. Process-wide: the SDK sends
+        # a response on the stream of the request its id names, and a client that reuses an id gets the first
+        # request's answer in the second's response; a random token cannot be guessed or sent by anyone else.
+        self.strings: dict[str, str] = {}
 
     def instrument(self, server: Server[Any]) -> None:
         """Wrap `server`'s `tools/call` handler (call it last, after the extension and the metrics)."""
@@ -104,7 +110,8 @@ class HttpLane:
 
     def _hold(self, text: str, held: _Held) -> str:
         token = secrets.token_hex(16)
-        held[token] = text
+        held.add(token)
+        self.strings[token] = text
         return _PREFIX + token
 
     async def encoded(self, text: str) -> list[bytes]:
@@ -137,10 +144,17 @@ class _Writer:
         held = _Held()
         scope[_KEY] = held
         start: Message | None = None  # a JSON response's head, held until its body says how long it is
+        # One message written at a time: sse_starlette's keep-alive ping (its own task) must not land between the
+        # slices of an event the lane is writing.
+        lock = anyio.Lock()
 
         async def write(message: Message) -> None:
+            async with lock:
+                await written(message)
+
+        async def written(message: Message) -> None:
             nonlocal start
-            if not held:
+            if not self.lane.strings:
                 await send(message)
                 return
             if message["type"] == "http.response.start" and _has_length(message):
@@ -148,7 +162,7 @@ class _Writer:
                 return
             if message["type"] == "http.response.body":
                 body: bytes = message.get("body", b"")
-                parts = await self._parts(body, held)
+                parts = await self._parts(body)
                 if parts is not None:
                     if start is not None:
                         start = _with_length(start, sum(len(part) for part in parts))
@@ -161,16 +175,20 @@ class _Writer:
                 start = None
             await send(message)
 
-        await self.app(scope, receive, write)
+        try:
+            await self.app(scope, receive, write)
+        finally:  # strings this request's response never carried (cancelled, failed) go with it
+            for token in held:
+                self.lane.strings.pop(token, None)
 
-    async def _parts(self, body: bytes, held: _Held) -> list[bytes] | None:
-        """`body` with each of this request's markers replaced by its string, in pieces; None when it has none."""
+    async def _parts(self, body: bytes) -> list[bytes] | None:
+        """`body` with each marker replaced by its string, in pieces; None when it has none."""
         parts: list[bytes] = []
         offset = 0
         for found in _MARKER.finditer(body):
-            text = held.pop(found.group(1).decode("ascii"), None)  # single use
+            text = self.lane.strings.pop(found.group(1).decode("ascii"), None)  # single use
             if text is None:
-                continue  # not this request's: left as it is
+                continue  # not a string the lane holds: left as it is
             parts.append(body[offset : found.start()])
             parts += await self.lane.encoded(text)
             offset = found.end()

@@ -540,9 +540,10 @@ class UpstreamPool:
 
     def first_starting(self, among: Iterable[Upstream] | None = None) -> list[Upstream]:
         """The upstreams (default: all; else those of `among` still configured) starting that have never listed:
-        their tools are not known yet."""
+        their tools are not known yet. Only a first attempt counts: an upstream that failed it is retried with
+        backoff for as long as the gateway runs, and no client waits on those retries."""
         chosen = self.upstreams.values() if among is None else [u for u in among if self.upstreams.get(u.name) is u]
-        return [u for u in chosen if u.state == "starting" and u.tools is None]
+        return [u for u in chosen if u.state == "starting" and u.tools is None and u.starts <= 1]
 
     async def first_listings(self, among: Iterable[Upstream] | None = None) -> None:
         """Wait until every upstream of `first_starting(among)` has listed or failed (bounded by the start timeout)."""
