@@ -215,7 +215,8 @@ async def _serve(
     if args.session_idle_timeout:
         pool.bridge.roots.idle = args.session_idle_timeout
     if pool.task_group is not None:
-        pool.task_group.start_soon(_report_start, pool, gateway, starting, began)
+        freeze = args.transport == "http"
+        pool.task_group.start_soon(_report_start, pool, gateway, starting, began, freeze)
     if args.config is not None and pool.task_group is not None:
         pool.task_group.start_soon(_watch_config, args, pool)
     if args.transport == "stdio":
@@ -277,19 +278,27 @@ async def _serve(
     for line in describe_http(http.limits, http.security):
         print(f"mcp-pd proxy: {line}", file=sys.stderr)
     print(f"mcp-pd proxy: serving on http://{args.host}:{args.port}/mcp", file=sys.stderr)
-    import gc
-
-    # What start-up built (modules, models, the catalog) lives as long as the gateway: a full collection walking it
-    # all held every client up for 0.15-0.5 s while a big result passed. Frozen out of collections, as `serve` does.
-    gc.collect()
-    gc.freeze()
+    _freeze_start_up()  # again once the upstreams started now have listed (_report_start)
     await web.serve()
     if http_lane is not None:  # for whoever tunes the gateway, not the user
         logger.info("the HTTP lane wrote %d large string(s)", http_lane.taken)
 
 
-async def _report_start(pool: UpstreamPool, gateway: Gateway, starting: list[str], began: float) -> None:
-    """Say on stderr how long each upstream took to start, as it comes up (or why it did not), then the total."""
+def _freeze_start_up() -> None:
+    """Move what start-up built (modules, models, the catalog, upstream listings) out of the collector's way: it lives
+    as long as the gateway, and a full collection walking it all held every client up for 0.15-0.5 s while a big
+    result passed. As `serve` does."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
+async def _report_start(
+    pool: UpstreamPool, gateway: Gateway, starting: list[str], began: float, freeze: bool = False
+) -> None:
+    """Say on stderr how long each upstream took to start, as it comes up (or why it did not), then the total;
+    `freeze`: then freeze what their start built too (they start behind the first freeze)."""
     took: dict[str, float] = {}
 
     async def one(upstream: Upstream) -> None:
@@ -317,6 +326,8 @@ async def _report_start(pool: UpstreamPool, gateway: Gateway, starting: list[str
         ordered = sorted(took.items(), key=lambda item: item[1])
         summary += " (ready after " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in ordered) + ")"
     print(f"mcp-pd proxy: {summary}", file=sys.stderr)
+    if freeze:
+        _freeze_start_up()
 
 
 async def _watch_config(args: argparse.Namespace, pool: UpstreamPool) -> None:
