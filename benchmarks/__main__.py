@@ -20,6 +20,7 @@ BENCHMARKS = (
     "catalog",
     "overhead",
     "scale",
+    "browse",
     "hardening",
     "reload",
     "load",

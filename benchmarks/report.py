@@ -20,7 +20,19 @@ from ._common import PACKAGE_DIR, RESULTS_DIR
 BEGIN = "<!-- BEGIN GENERATED: python -m benchmarks.report --write -->"
 END = "<!-- END GENERATED -->"
 SUMMARY_BEGIN = "<!-- BEGIN GENERATED: benchmarks summary (python -m benchmarks.report --write) -->"
-ORDER = ("context", "catalog", "overhead", "scale", "hardening", "reload", "load", "search", "gateway", "redis")
+ORDER = (
+    "context",
+    "catalog",
+    "overhead",
+    "scale",
+    "browse",
+    "hardening",
+    "reload",
+    "load",
+    "search",
+    "gateway",
+    "redis",
+)
 
 
 def _load(results: Path) -> dict[str, dict[str, Any]]:

@@ -140,6 +140,38 @@ async def test_search_and_browse_never_reveal_a_hidden_tool(tmp_path: Path) -> N
         assert call["error"]["code"] == "TOOL_NOT_FOUND"
 
 
+@pytest.mark.req("PDX-CATALOG-03", "PDX-CATALOG-09")
+async def test_browse_pages_walk_only_what_the_caller_may_see(tmp_path: Path) -> None:
+    defs = categorized(tmp_path, "github-mcp-server", "mcp-server-memory")
+    every = sorted(p.stem for p in (defs / "github-mcp-server").glob("*.json"))
+
+    def permission(caller: Caller, name: str) -> bool:
+        # Every third github tool hidden, and the whole memory category: it must not exist for this caller.
+        return name in every and every.index(name) % 3 != 0
+
+    server, _ = serve_simulation(defs, mode="catalog", semantic="off", watch=False, permission=permission)
+    async with Client(server, mode="legacy", cache=None) as client:
+        listed = structured(await client.call_tool("browse_tools", {}))["categories"]
+        assert [(c["name"], c["count"]) for c in listed] == [("github-mcp-server", 78)]
+        visible = [n for i, n in enumerate(every) if i % 3 != 0]
+        assert listed[0]["description"] == "e.g. " + ", ".join(visible[:3])
+        pages, cursor = [], None
+        while True:
+            arguments = {"category": "github-mcp-server", **({"cursor": cursor} if cursor else {})}
+            page = structured(await client.call_tool("browse_tools", arguments))
+            pages.append([t["name"] for t in page["tools"]])
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        # Full pages of visible tools only, in name order, none twice, and a cursor only while one remains.
+        assert [len(p) for p in pages] == [50, 28]
+        seen = [n for p in pages for n in p]
+        assert seen == visible
+        hidden = structured(await client.call_tool("browse_tools", {"category": "mcp-server-memory"}))
+        assert hidden["error"]["code"] == "UNKNOWN_CATEGORY"
+        assert hidden["error"]["valid_categories"] == ["github-mcp-server"]
+
+
 @pytest.mark.req("PDX-CATALOG-04")
 async def test_call_tool_checks_arguments_and_suggests_names(tmp_path: Path) -> None:
     server, _ = serve_simulation(write_definitions(tmp_path, ADD_DEFINITION), mode="catalog", semantic="off")

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import jsonschema_rs
 
+from ._categories import CategoryIndex
 from ._disclosure import Disclosure
 from ._errors import ErrorCode, Refusal
 from ._index import CatalogIndex
@@ -46,6 +47,7 @@ class MetaTools:
         self.disclosure = disclosure
         self.index = index
         self.browse_page = browse_page
+        self.categories = CategoryIndex(catalog, include=self._is_tool)
         self._validators: dict[str, Any] = {}
 
     # -- tools/list ----------------------------------------------------------------------------------------
@@ -177,40 +179,51 @@ class MetaTools:
     # -- browse ----------------------------------------------------------------------------------------------
     async def browse(self, caller: Caller, arguments: Mapping[str, Any]) -> dict[str, Any]:
         category, cursor = arguments.get("category"), arguments.get("cursor")
-        allowed = self._allowed(caller)
-        counts = await self.index.categories(allowed)
+        keep = self._visible(caller)
         if category is None:
-            categories = []
-            for name, count in counts:
-                members = sorted(n for n in self.catalog.names() if self.catalog.category(n) == name)
-                shown = [n for n in members if allowed is None or allowed(n)][:3]
-                label = name or "(uncategorized)"
-                categories.append({"name": label, "count": count, "description": "e.g. " + ", ".join(shown)})
-            return {"categories": categories}
+            return {"categories": self._category_rows(keep)}
         if not isinstance(category, str):
             raise _error(INVALID_ARGUMENTS, "category must be a string.")
         key = "" if category == "(uncategorized)" else category
-        if key not in {name for name, _ in counts}:
-            valid = [name or "(uncategorized)" for name, _ in counts]
-            raise _error(ErrorCode.UNKNOWN_CATEGORY, f"No category '{category}'.", valid_categories=valid)
         start = 0
         if cursor is not None:
             position = decode_cursor("browse", cursor) if isinstance(cursor, str) else None
             if position is None:
                 raise _error(INVALID_ARGUMENTS, "Invalid cursor: browse again without one.")
             start = position
-        members = [
-            n
-            for n in self.catalog.names()
-            if self.catalog.category(n) == key and (allowed is None or allowed(n)) and self._is_tool(n)
-        ]
-        members.sort()
-        page = members[start : start + self.browse_page]
-        tools = [{"name": n, "description": (self.catalog.minimal(n) or {}).get("description", "")} for n in page]
+        page = self.categories.page(key, start, self.browse_page, keep)
+        # A category none of whose tools this caller may see does not exist for it (nor is its name confirmed).
+        if page is None or (not page.names and start == 0):
+            valid = [row["name"] for row in self._category_rows(keep)]
+            raise _error(ErrorCode.UNKNOWN_CATEGORY, f"No category '{category}'.", valid_categories=valid)
+        tools = [{"name": n, "description": (self.catalog.minimal(n) or {}).get("description", "")} for n in page.names]
         answer: dict[str, Any] = {"category": category, "tools": tools}
-        if start + self.browse_page < len(members):
-            answer["nextCursor"] = encode_cursor("browse", start + self.browse_page)
+        if page.next_position is not None:
+            answer["nextCursor"] = encode_cursor("browse", page.next_position)
         return answer
+
+    def _visible(self, caller: Caller) -> Callable[[str], bool] | None:
+        """Whether `caller` may see a name, asked one name at a time (a page asks only about the names it shows)."""
+        if self.disclosure.permission is None:
+            return None
+        return lambda name: self.disclosure.visible(caller, name)
+
+    def _category_rows(self, keep: Callable[[str], bool] | None) -> list[dict[str, Any]]:
+        """Each category with a visible tool: its count and three examples, the largest first."""
+        rows: list[tuple[str, int]] = []
+        for name, members in self.categories.categories().items():
+            count = len(members) if keep is None else sum(1 for n in members if keep(n))
+            if count:
+                rows.append((name, count))
+        rows.sort(key=lambda row: (-row[1], row[0]))
+        return [
+            {
+                "name": name or "(uncategorized)",
+                "count": count,
+                "description": "e.g. " + ", ".join(self.categories.first(name, 3, keep)),
+            }
+            for name, count in rows
+        ]
 
     def _is_tool(self, name: str) -> bool:
         return name not in META_TOOLS and name != self.disclosure.describe_tool
