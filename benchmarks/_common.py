@@ -478,6 +478,20 @@ def free_port() -> int:
         return port
 
 
+def wait_listening(port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
+    """Until `process` accepts connections on loopback `port` (it exiting first, or `timeout`, is an error)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"server did not listen within {timeout} s")
+
+
 def child_env() -> dict[str, str]:
     """The environment for a benchmark child process: the repository importable, quiet logging."""
     env = dict(os.environ)

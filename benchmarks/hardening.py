@@ -20,7 +20,6 @@ from __future__ import annotations
 import gc
 import json
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -41,6 +40,7 @@ from ._common import (
     summarize,
     synthetic_catalog,
     temporary_directory,
+    wait_listening,
     write_catalog,
 )
 
@@ -112,19 +112,6 @@ async def _stall(directory: Path, reads: int) -> dict[str, Any]:
     }
 
 
-def _wait_listening(port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"server did not listen within {timeout} s")
-
-
 async def _http_listing(directory: Path, size: int) -> dict[str, Any]:
     port = free_port()
     command = [sys.executable, "-m", "mcp_pd", "serve", "--simulate", "--descriptions", str(directory)]
@@ -132,7 +119,7 @@ async def _http_listing(directory: Path, size: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     process = subprocess.Popen(command, cwd=REPO, env=child_env(), stderr=subprocess.DEVNULL)
     try:
-        _wait_listening(port, process, 300)
+        wait_listening(port, process, 300)
         start_s = time.perf_counter() - t0
         url = f"http://127.0.0.1:{port}/mcp"
         async with Client(url, mode="legacy", cache=None) as client:

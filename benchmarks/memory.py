@@ -35,6 +35,7 @@ from ._common import (
     quiet_logging,
     synthetic_catalog,
     temporary_directory,
+    wait_listening,
     write_catalog,
 )
 
@@ -84,16 +85,13 @@ async def _until_hybrid(url: str, lexical: bool, deadline_s: float) -> tuple[flo
     started, searches = time.monotonic(), 0
     async with httpx2.AsyncClient(timeout=60) as http:
         while time.monotonic() - started < deadline_s:
-            try:
-                async with Client(streamable_http_client(url, http_client=http), mode="legacy", cache=None) as client:
-                    result = await client.call_tool("search_tools", {"query": "read a file from disk"})
-                    searches += 1
-                    meta = (result.meta or {}).get(EXTENSION_ID, {})
-                    if lexical or (isinstance(meta, dict) and meta.get("ranking") == "hybrid"):
-                        await client.call_tool("search_tools", {"query": "take a screenshot of the page"})
-                        return time.monotonic() - started, searches
-            except (httpx2.HTTPError, OSError):
-                pass  # not listening yet
+            async with Client(streamable_http_client(url, http_client=http), mode="legacy", cache=None) as client:
+                result = await client.call_tool("search_tools", {"query": "read a file from disk"})
+                searches += 1
+                meta = (result.meta or {}).get(EXTENSION_ID, {})
+                if lexical or (isinstance(meta, dict) and meta.get("ranking") == "hybrid"):
+                    await client.call_tool("search_tools", {"query": "take a screenshot of the page"})
+                    return time.monotonic() - started, searches
             time.sleep(1.0)
     raise RuntimeError(f"no hybrid answer within {deadline_s} s")
 
@@ -106,6 +104,7 @@ async def measure(directory: Path, lexical: bool, deadline_s: float) -> dict[str
     process = subprocess.Popen(command, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     sampler = CpuSampler(process.pid)
     try:
+        wait_listening(port, process, 120)
         seconds, searches = await _until_hybrid(f"http://127.0.0.1:{port}/mcp", lexical, deadline_s)
         figures = {
             "ready_s": round(seconds, 1),

@@ -183,6 +183,10 @@ class MiniLMEmbedder:
         # One thread: the search runs next to request handlers on a 2-core machine; batching gives the speed.
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # No arena: it keeps the largest activations a run ever needed for the life of the process (a catalog
+        # server at 321 tools: 326 MB with it, 299 without, same CPU). benchmarks/memory.py; docs/search.md says
+        # where the rest goes (the int8 weights folded to float32 at load, about 125 MB).
+        options.enable_cpu_mem_arena = False
         self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
         self._lock = threading.Lock()
 
