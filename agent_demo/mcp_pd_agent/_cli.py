@@ -16,7 +16,7 @@ import anyio
 
 from ._backends import BACKENDS, create_backend, resolve_backend_name
 from ._catalog import merge_catalogs
-from ._connection import ServerMode, ServerSpec, connect
+from ._connection import ServerMode, ServerSpec, ServerUnreachable, connect
 from ._ledger import Ledger, TokenCounter, build_ledger, render_svg, render_table, side_label, update_markdown
 from ._loop import DEFAULT_MAX_TURNS, Backend, BackendFailure, Run, Step, describe_step, run_agent
 from ._prompt import HOSTS, Host
@@ -112,6 +112,9 @@ async def run_tasks(
             failure = check_run(task, run)
         except Exception as exc:  # a server failure (or a model API failure mid-run) ends this task, not the demo
             cause = _leaf(exc)
+            if isinstance(cause, ServerUnreachable) and not any(r.run is not None for r in results):
+                # Not one session opened yet: a wrong URL or command, a server not running. Every task would fail so.
+                raise RuntimeError(f"{cause}; no task was run") from None
             if isinstance(cause, BackendFailure) and not (cause.answered or model_answered):
                 # It never answered once: a missing key, a wrong endpoint or model. Every task would fail the same way.
                 why = str(cause).rstrip(".")
@@ -398,6 +401,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         return anyio.run(_demo, args, out)
-    except (ValueError, ImportError, RuntimeError) as exc:
+    except (ValueError, ImportError, RuntimeError, ServerUnreachable) as exc:
         print(f"mcp-pd demo: {exc}", file=sys.stderr)
         return 2

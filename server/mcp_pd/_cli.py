@@ -22,7 +22,13 @@ __all__ = ["main"]
 
 
 def _serve_parser(sub: Any) -> None:
-    p = sub.add_parser("serve", help="run the reference server (or --simulate any definitions directory)")
+    p = sub.add_parser(
+        "serve",
+        help="run the reference server (or --simulate any definitions directory)",
+        description="Serve the reference server (a project tracker and utilities) with progressive disclosure, over "
+        "stdio or --transport http; --simulate --descriptions DIR serves any folder of definitions with tools that "
+        "validate their arguments and echo them.",
+    )
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
@@ -90,7 +96,7 @@ def _serve_parser(sub: Any) -> None:
     p.add_argument(
         "--no-metrics",
         action="store_true",
-        help="HTTP: do not serve GET /metrics (Prometheus text format; on when the metrics extra is installed)",
+        help="HTTP: do not serve GET /metrics (Prometheus text format; served by default)",
     )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     http_flags(p, operator="GET /metrics")
@@ -192,9 +198,15 @@ def _try(args: argparse.Namespace) -> int:
     if headers and args.stdio:
         raise SystemExit("mcp-pd call: --header applies to --url only")
     target = args.stdio or args.url
-    done = anyio.run(
-        lambda: call(target, stdio=args.stdio is not None, tool=args.tool, arguments=arguments, headers=headers)
-    )
+    from ._explain import Unreachable
+
+    try:
+        done = anyio.run(
+            lambda: call(target, stdio=args.stdio is not None, tool=args.tool, arguments=arguments, headers=headers)
+        )
+    except Unreachable as exc:
+        print(f"mcp-pd call: {exc}", file=sys.stderr)
+        return 1
     print_json(done)
     return 1 if done["result"].get("isError") else 0
 
@@ -487,7 +499,14 @@ def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
             raise SystemExit(f"mcp-pd serve: {args.descriptions} is not a directory")
         server, pd = serve_simulation(args.descriptions, **options)
         return server, pd, f"SIMULATION of {args.descriptions}"
-    app, pd = build_reference_server(args.descriptions, database=args.database, **options)
+    import sqlite3
+
+    try:
+        app, pd = build_reference_server(args.descriptions, database=args.database, **options)
+    except sqlite3.Error as exc:
+        raise SystemExit(
+            f"mcp-pd serve: --database {args.database}: {exc} (is its folder there and writable?)"
+        ) from None
     return app, pd, "reference project tracker"
 
 
@@ -501,16 +520,30 @@ async def _preflight(server: Any, pd: Any) -> list[str]:
     problems = len(pd.store.problems)
     # Each problem was logged once when the store found it (mcp_pd.store): counted here, not printed again.
     lines = [
-        f"{len(pd.catalog)} tools, {len(pd.store)} JSON definitions"
-        + (f", {problems} problem(s) above" if problems else "")
+        f"{_count_of(len(pd.catalog), 'tool')}, {_count_of(len(pd.store), 'JSON definition')}"
+        + (f", {_count_of(problems, 'problem')} above" if problems else "")
     ]
     lines += [f"orphan: {n}.json describes a tool this server does not have (not served)" for n in pd.catalog.orphans()]
     return lines
 
 
-def serve_metrics(pd: Any, lowlevel: Any, *, enabled: bool, **views: Any) -> Any:
-    """A `Metrics` instrumenting `lowlevel` (None when turned off or the metrics extra is missing)."""
-    if not enabled or importlib.util.find_spec("prometheus_client") is None:
+def _count_of(n: int, noun: str) -> str:
+    """`1 tool`, `2 tools`: a count a person reads."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def serve_metrics(pd: Any, lowlevel: Any, *, enabled: bool, command: str = "serve", **views: Any) -> Any:
+    """A `Metrics` instrumenting `lowlevel` (None when turned off, or, said on stderr, when prometheus-client is
+    missing: a base dependency, absent only from an install made without dependencies). `_metrics` and
+    prometheus-client are imported only here, so `--no-metrics` never needs them."""
+    if not enabled:
+        return None
+    if importlib.util.find_spec("prometheus_client") is None:
+        print(
+            f"mcp-pd {command}: GET /metrics is off: prometheus-client is not installed (pip install "
+            "'prometheus-client>=0.21', or reinstall mcp-progressive-disclosure with its dependencies)",
+            file=sys.stderr,
+        )
         return None
     from collections.abc import Sized
 
@@ -524,6 +557,15 @@ def serve_metrics(pd: Any, lowlevel: Any, *, enabled: bool, **views: Any) -> Any
     )
     metrics.instrument(lowlevel)
     return metrics
+
+
+def metrics_routes(metrics: Any) -> dict[str, Any]:
+    """The operator route serving `metrics` (`{"/metrics": app}`), or none when there are no metrics."""
+    if metrics is None:
+        return {}
+    from ._metrics import PATH, metrics_app
+
+    return {PATH: metrics_app(metrics)}
 
 
 def _report_warm_up(task: asyncio.Future[Any]) -> None:
@@ -571,9 +613,9 @@ def _serve(args: argparse.Namespace) -> int:
                 await lowlevel.run(read, write, options)
             return
         from ._http import OperatorAccess, describe_http, http_server
-        from ._metrics import PATH, metrics_app
 
         metrics = serve_metrics(pd, lowlevel, enabled=not args.no_metrics)
+        operator = metrics_routes(metrics)
         web = http_server(
             lowlevel,
             host=args.host,
@@ -583,7 +625,7 @@ def _serve(args: argparse.Namespace) -> int:
             stateless=args.stateless,
             log_level=args.log_level.lower(),
             clients=http.clients,
-            operator={PATH: metrics_app(metrics)} if metrics is not None else None,
+            operator=operator or None,
             operator_token=http.operator_token,
         )
         if http.clients is not None:
@@ -591,9 +633,12 @@ def _serve(args: argparse.Namespace) -> int:
                 f"mcp-pd: bearer tokens required ({len(http.clients)} known); grants kept per principal",
                 file=sys.stderr,
             )
-        if metrics is not None:
+        if operator:
             access = OperatorAccess(http.operator_token, client_tokens=http.clients is not None)
-            print(f"mcp-pd: Prometheus metrics at {access.describe([f'GET {PATH}'])}", file=sys.stderr)
+            print(
+                f"mcp-pd: Prometheus metrics at {access.describe([f'GET {path}' for path in operator])}",
+                file=sys.stderr,
+            )
         for line in describe_http(http.limits, http.security, stateless=args.stateless):
             print(f"mcp-pd: {line}", file=sys.stderr)
         if args.stateless and args.bearer_tokens is None and pd.mode != "eager":
