@@ -22,7 +22,7 @@ DOCS: Final = (
     "benchmarks/README.md",
 )
 
-Kind = Literal["stdio", "exit0", "refused", "http", "export", "wheel", "hand"]
+Kind = Literal["stdio", "exit0", "refused", "http", "export", "wheel", "install", "hand"]
 
 # How each command is run, in a copy of the checkout whose `.venv` and `../shared` are the real ones:
 #   stdio    an MCP client starts it and lists its tools
@@ -31,9 +31,14 @@ Kind = Literal["stdio", "exit0", "refused", "http", "export", "wheel", "hand"]
 #   http     it serves on port 8000 and an MCP client (or, for the Host check, a raw request) gets an answer
 #   export   one of the export-enrich-serve lines, run in order against a real npm upstream
 #   wheel    one of the "Installing from a wheel" lines, run in order
+#   install  one of the README's "Install" lines, run in a fresh venv (the git one with REPO_URL a local clone's)
 #   hand     not run by the tests, for the reason given
 HOW: Final[dict[str, tuple[Kind, str]]] = {
     "./dev serve": ("stdio", ""),
+    "pip install .": ("install", ""),
+    "pip install -e .": ("install", ""),
+    'pip install ".[fastmcp]"': ("install", ""),
+    'pip install "mcp-progressive-disclosure @ git+$REPO_URL"': ("install", ""),
     "./dev test": ("hand", "the test command itself: .ci/run runs it on every push (test_readme checks that)"),
     "./dev serve --simulate --descriptions ../shared/catalogs --mode catalog": ("stdio", ""),
     "./dev mcp-pd index ../shared/catalogs": ("exit0", ""),
