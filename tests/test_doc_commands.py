@@ -218,34 +218,42 @@ def _fresh_venv(where: Path, env: dict[str, str]) -> dict[str, str]:
     return {**env, "PATH": os.pathsep.join([str(where / "bin"), *path]), "VIRTUAL_ENV": str(where)}
 
 
-def _installed(venv: Path, env: dict[str, str], *modules: str) -> str:
-    """Where the venv's `mcp_pd` comes from, once the installed `mcp-pd` has described and called a tool."""
+def _installed(venv: Path, env: dict[str, str], *modules: str, call: bool = False) -> str:
+    """Where the venv's `mcp_pd` comes from (with `modules` importable); `call`: once the installed `mcp-pd` has
+    described and called a tool."""
     probe = "import importlib, sys, mcp_pd; [importlib.import_module(m) for m in sys.argv[1:]]; print(mcp_pd.__file__)"
     where = _ok(f"{venv}/bin/python -c {shlex.quote(probe)} {' '.join(modules)}", Path("/"), env).strip()
-    called = _ok(
-        f"{venv}/bin/mcp-pd call --stdio '{venv}/bin/mcp-pd serve' calculate '{{\"expression\": \"6*7\"}}'",
-        Path("/"),
-        env,
-    )
-    assert json.loads(called)["result"]["structuredContent"]["result"] == 42
+    if call:
+        arguments = shlex.quote(json.dumps({"expression": "6*7"}))
+        called = _ok(f"{venv}/bin/mcp-pd call --stdio '{venv}/bin/mcp-pd serve' calculate {arguments}", Path("/"), env)
+        assert json.loads(called)["result"]["structuredContent"]["result"] == 42
     return where
 
 
+# Each builds the project and fills a fresh venv from the package index (the pip cache keeps that to minutes).
+@pytest.mark.timeout(1500)
 @pytest.mark.req("PDX-INSTALL-02")
-def test_install_lines(work: Path, env: dict[str, str], tmp_path: Path) -> None:
-    plain, editable, extra, from_git = commands("install")
+def test_install_lines_from_a_checkout(work: Path, env: dict[str, str], tmp_path: Path) -> None:
+    plain, editable, extra, _ = commands("install")
     venv = tmp_path / "venv"
     shell = _fresh_venv(venv, env)
     _ok(plain, work, shell)
-    assert Path(_installed(venv, shell, "prometheus_client", "mcp_pd_conformance", "mcp_pd_agent")).is_relative_to(venv)
+    installed = _installed(venv, shell, "prometheus_client", "mcp_pd_conformance", "mcp_pd_agent", call=True)
+    assert Path(installed).is_relative_to(venv)
     _ok(editable, work, shell)
     assert Path(_installed(venv, shell)).is_relative_to(work / "server")  # the checkout's code runs
     _ok(extra, work, shell)
     assert Path(_installed(venv, shell, "fastmcp")).is_relative_to(venv)
-    # From git: a clone of this repository stands in for the remote (no network but the package index's).
+
+
+@pytest.mark.timeout(1500)
+@pytest.mark.req("PDX-INSTALL-02")
+def test_install_line_from_git(env: dict[str, str], tmp_path: Path) -> None:
+    from_git = commands("install")[-1]
+    # A clone of this repository stands in for the remote (no network but the package index's).
     remote = tmp_path / "remote"
     subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(remote)], check=True, timeout=TIMEOUT)
     venv = tmp_path / "venv-git"
     shell = {**_fresh_venv(venv, env), "REPO_URL": remote.as_uri()}
     _ok(from_git, tmp_path, shell)
-    assert Path(_installed(venv, shell, "prometheus_client")).is_relative_to(venv)
+    assert Path(_installed(venv, shell, "prometheus_client", call=True)).is_relative_to(venv)
