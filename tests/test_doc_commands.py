@@ -257,3 +257,19 @@ def test_install_line_from_git(env: dict[str, str], tmp_path: Path) -> None:
     shell = {**_fresh_venv(venv, env), "REPO_URL": remote.as_uri()}
     _ok(from_git, tmp_path, shell)
     assert Path(_installed(venv, shell, "prometheus_client", call=True)).is_relative_to(venv)
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.req("PDX-CLI-01")
+def test_inspector_with_a_token(work: Path, env: dict[str, str], port_8000: None) -> None:
+    # The Inspector that `npx` resolves today (version 2: it takes --header), one connection per command: the grant the
+    # read gave the token's principal is what lets the second command's call through.
+    serve, read, call = commands("inspector")
+    token_file(work)
+    shell = {**env, "TOKEN": ALICE}
+    with _Serving(serve, work, shell):
+        described = _ok(read, work, shell)
+        assert '"calculate"' in described and "inputSchema" in described, described
+        called = _ok(call, work, shell)
+    result = json.loads(called[: called.rindex("}") + 1])
+    assert result["structuredContent"]["result"] == 42, called
