@@ -16,7 +16,7 @@ import pytest
 from pdtest import free_port, http_subprocess
 from pdtest_redis import ALICE, token_file
 
-pytestmark = [pytest.mark.slow, pytest.mark.req("PDX-CLI-01")]
+pytestmark = [pytest.mark.slow]
 
 
 def _mcp_pd(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -34,6 +34,7 @@ def _one_line(done: subprocess.CompletedProcess[str], command: str) -> str:
     return said[0]
 
 
+@pytest.mark.req("PDX-CLI-01")
 def test_call_without_a_token_or_with_a_wrong_one_says_so(tmp_path: Path) -> None:
     tokens = token_file(tmp_path)
     with http_subprocess("--bearer-tokens", str(tokens)) as url:
@@ -59,6 +60,7 @@ def test_call_without_a_token_or_with_a_wrong_one_says_so(tmp_path: Path) -> Non
     assert json.loads(right.stdout)["result"]["structuredContent"]["result"] == 42
 
 
+@pytest.mark.req("PDX-CLI-01")
 def test_call_to_no_server_a_bad_url_or_a_missing_command_says_so() -> None:
     port = free_port()  # nothing listens there
     refused = _mcp_pd("call", "--url", f"http://127.0.0.1:{port}/mcp", "calculate")
@@ -71,6 +73,7 @@ def test_call_to_no_server_a_bad_url_or_a_missing_command_says_so() -> None:
     assert "the server exited before answering" in _one_line(exits, "call")
 
 
+@pytest.mark.req("PDX-CLI-01")
 def test_demo_against_an_unreachable_server_stops_with_one_line() -> None:
     port = free_port()
     done = subprocess.run(
@@ -91,11 +94,13 @@ def test_demo_against_an_unreachable_server_stops_with_one_line() -> None:
     assert "command not found: no-such-command-40" in _one_line(exits, "demo")
 
 
+@pytest.mark.req("PDX-CLI-01")
 def test_serve_with_a_database_in_a_missing_folder_says_so(tmp_path: Path) -> None:
     done = _mcp_pd("serve", "--database", str(tmp_path / "missing" / "tracker.db"))
     assert "unable to open database file" in _one_line(done, "serve")
 
 
+@pytest.mark.req("PDX-CLI-01")
 def test_proxy_on_a_taken_port_says_so_without_a_traceback(tmp_path: Path) -> None:
     with http_subprocess() as url:
         port = url.split(":")[2].split("/")[0]

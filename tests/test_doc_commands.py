@@ -254,7 +254,8 @@ def test_install_line_from_git(env: dict[str, str], tmp_path: Path) -> None:
     remote = tmp_path / "remote"
     subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(remote)], check=True, timeout=TIMEOUT)
     venv = tmp_path / "venv-git"
-    shell = {**_fresh_venv(venv, env), "REPO_URL": remote.as_uri()}
+    # file://localhost/...: the pip ensurepip seeds (23.x) refuses `name @ git+file:///path`, an empty host.
+    shell = {**_fresh_venv(venv, env), "REPO_URL": f"file://localhost{remote}"}
     _ok(from_git, tmp_path, shell)
     assert Path(_installed(venv, shell, "prometheus_client", call=True)).is_relative_to(venv)
 

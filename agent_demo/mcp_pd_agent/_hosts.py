@@ -44,7 +44,8 @@ def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     (`additionalProperties: false`) with every property required, an optional one made nullable (`null` then means
     "left out": `loose_arguments` drops it again). An open object (a minimal entry's `{"type": "object"}`) cannot be
     strict: ValueError."""
-    return _strict(copy.deepcopy(dict(schema)))
+    strict: dict[str, Any] = _strict(copy.deepcopy(dict(schema)))
+    return strict
 
 
 def _strict(node: Any) -> Any:

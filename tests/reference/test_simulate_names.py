@@ -15,7 +15,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from pdtest_servers import write_definitions
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.req("PDX-CLI-02")]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 def _tool(name: str, what: str) -> dict[str, object]:
@@ -34,6 +34,7 @@ async def _names(argv: list[str], cwd: Path, errlog: Path) -> list[str]:
             return sorted(t.name for t in (await client.list_tools()).tools)
 
 
+@pytest.mark.req("PDX-CLI-02")
 async def test_a_name_two_folders_define_is_reported_with_the_command_that_serves_both(tmp_path: Path) -> None:
     write_definitions(tmp_path / "alpha", _tool("projects_list", "List alpha's projects"), _tool("alpha_only", "Alpha"))
     write_definitions(tmp_path / "beta", _tool("projects_list", "List beta's projects"), _tool("beta_only", "Beta"))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mcp_pd._cli import HttpSettings, http_flags, http_settings
+from mcp_pd._http_flags import HttpSettings, http_flags, http_settings
 
 from ._config import ConfigError, UpstreamConfig, check_upstreams, one_off_stdio, one_off_url, read_host_config
 from ._export import load_cache, write_export
