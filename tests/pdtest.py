@@ -58,10 +58,10 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = ST
 
 
 @contextmanager
-def http_command(argv: Sequence[str]) -> Iterator[str]:
+def http_command(argv: Sequence[str], *, env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[str]:
     """Run `argv` + a free loopback port as a subprocess until it listens; yields its /mcp URL."""
     port = free_port()
-    proc = subprocess.Popen([*argv, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([*argv, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
     try:
         _wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"

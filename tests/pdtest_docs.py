@@ -18,11 +18,12 @@ DOCS: Final = (
     "docs/extension.md",
     "docs/gateway.md",
     "docs/search.md",
+    "docs/agents.md",
     "agent_demo/README.md",
     "benchmarks/README.md",
 )
 
-Kind = Literal["stdio", "exit0", "refused", "http", "export", "wheel", "hand"]
+Kind = Literal["stdio", "exit0", "refused", "http", "export", "wheel", "install", "inspector", "hand"]
 
 # How each command is run, in a copy of the checkout whose `.venv` and `../shared` are the real ones:
 #   stdio    an MCP client starts it and lists its tools
@@ -31,9 +32,20 @@ Kind = Literal["stdio", "exit0", "refused", "http", "export", "wheel", "hand"]
 #   http     it serves on port 8000 and an MCP client (or, for the Host check, a raw request) gets an answer
 #   export   one of the export-enrich-serve lines, run in order against a real npm upstream
 #   wheel    one of the "Installing from a wheel" lines, run in order
+#   install  one of the README's "Install" lines, run in a fresh venv (the git one with REPO_URL a local clone's)
+#   inspector the Inspector-with-token recipe: the server, then each npx line in order, with TOKEN one of tokens.json
 #   hand     not run by the tests, for the reason given
 HOW: Final[dict[str, tuple[Kind, str]]] = {
     "./dev serve": ("stdio", ""),
+    "./dev serve --transport http --port 8000 --bearer-tokens tokens.json": ("inspector", ""),
+    'npx -y @modelcontextprotocol/inspector@2 --cli http://127.0.0.1:8000/mcp --header "Authorization: Bearer $TOKEN" '
+    '--method resources/read --uri "resource:///tool_descriptions?tools=calculate"': ("inspector", ""),
+    'npx -y @modelcontextprotocol/inspector@2 --cli http://127.0.0.1:8000/mcp --header "Authorization: Bearer $TOKEN" '
+    '--method tools/call --tool-name calculate --tool-arg "expression=6*7"': ("inspector", ""),
+    "pip install .": ("install", ""),
+    "pip install -e .": ("install", ""),
+    'pip install ".[fastmcp]"': ("install", ""),
+    'pip install "mcp-progressive-disclosure @ git+$REPO_URL"': ("install", ""),
     "./dev test": ("hand", "the test command itself: .ci/run runs it on every push (test_readme checks that)"),
     "./dev serve --simulate --descriptions ../shared/catalogs --mode catalog": ("stdio", ""),
     "./dev mcp-pd index ../shared/catalogs": ("exit0", ""),

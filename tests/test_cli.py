@@ -44,7 +44,7 @@ def test_orphans_and_broken_files_are_reported_at_start(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert f"problem: {victim}: invalid JSON" in proc.stderr
     assert proc.stderr.count(f"{victim}: invalid JSON") == 1, proc.stderr  # said once, not once per layer
-    assert "1 problem(s) above" in proc.stderr
+    assert "1 problem above" in proc.stderr  # counted as a person reads it (issue 40.7)
     assert "orphan: ghost_tool.json describes a tool this server does not have (not served)" in proc.stderr
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -207,3 +208,69 @@ async def test_wheel_lines(work: Path, env: dict[str, str]) -> None:
         else:
             _ok(command, work, env)
     shutil.rmtree("/tmp/pd", ignore_errors=True)
+
+
+def _fresh_venv(where: Path, env: dict[str, str]) -> dict[str, str]:
+    """A new venv (with pip) and the reader's shell with it activated: its `pip` and `python` come first."""
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, timeout=TIMEOUT)
+    project_bin = str(Path(sys.executable).parent)
+    path = [p for p in env.get("PATH", "").split(os.pathsep) if p != project_bin]
+    return {**env, "PATH": os.pathsep.join([str(where / "bin"), *path]), "VIRTUAL_ENV": str(where)}
+
+
+def _installed(venv: Path, env: dict[str, str], *modules: str, call: bool = False) -> str:
+    """Where the venv's `mcp_pd` comes from (with `modules` importable); `call`: once the installed `mcp-pd` has
+    described and called a tool."""
+    probe = "import importlib, sys, mcp_pd; [importlib.import_module(m) for m in sys.argv[1:]]; print(mcp_pd.__file__)"
+    where = _ok(f"{venv}/bin/python -c {shlex.quote(probe)} {' '.join(modules)}", Path("/"), env).strip()
+    if call:
+        arguments = shlex.quote(json.dumps({"expression": "6*7"}))
+        called = _ok(f"{venv}/bin/mcp-pd call --stdio '{venv}/bin/mcp-pd serve' calculate {arguments}", Path("/"), env)
+        assert json.loads(called)["result"]["structuredContent"]["result"] == 42
+    return where
+
+
+# Each builds the project and fills a fresh venv from the package index (the pip cache keeps that to minutes).
+@pytest.mark.timeout(1500)
+@pytest.mark.req("PDX-INSTALL-02")
+def test_install_lines_from_a_checkout(work: Path, env: dict[str, str], tmp_path: Path) -> None:
+    plain, editable, extra, _ = commands("install")
+    venv = tmp_path / "venv"
+    shell = _fresh_venv(venv, env)
+    _ok(plain, work, shell)
+    installed = _installed(venv, shell, "prometheus_client", "mcp_pd_conformance", "mcp_pd_agent", call=True)
+    assert Path(installed).is_relative_to(venv)
+    _ok(editable, work, shell)
+    assert Path(_installed(venv, shell)).is_relative_to(work / "server")  # the checkout's code runs
+    _ok(extra, work, shell)
+    assert Path(_installed(venv, shell, "fastmcp")).is_relative_to(venv)
+
+
+@pytest.mark.timeout(1500)
+@pytest.mark.req("PDX-INSTALL-02")
+def test_install_line_from_git(env: dict[str, str], tmp_path: Path) -> None:
+    from_git = commands("install")[-1]
+    # A clone of this repository stands in for the remote (no network but the package index's).
+    remote = tmp_path / "remote"
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(remote)], check=True, timeout=TIMEOUT)
+    venv = tmp_path / "venv-git"
+    # file://localhost/...: the pip ensurepip seeds (23.x) refuses `name @ git+file:///path`, an empty host.
+    shell = {**_fresh_venv(venv, env), "REPO_URL": f"file://localhost{remote}"}
+    _ok(from_git, tmp_path, shell)
+    assert Path(_installed(venv, shell, "prometheus_client", call=True)).is_relative_to(venv)
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.req("PDX-CLI-01")
+def test_inspector_with_a_token(work: Path, env: dict[str, str], port_8000: None) -> None:
+    # The Inspector that `npx` resolves today (version 2: it takes --header), one connection per command: the grant the
+    # read gave the token's principal is what lets the second command's call through.
+    serve, read, call = commands("inspector")
+    token_file(work)
+    shell = {**env, "TOKEN": ALICE}
+    with _Serving(serve, work, shell):
+        described = _ok(read, work, shell)
+        assert '"calculate"' in described and "inputSchema" in described, described
+        called = _ok(call, work, shell)
+    result = json.loads(called[: called.rindex("}") + 1])
+    assert result["structuredContent"]["result"] == 42, called

@@ -413,5 +413,5 @@ def test_a_server_process_with_broken_files_still_starts(tmp_path: Path) -> None
     )
     stderr = proc.stderr.decode()
     assert proc.returncode == 0, stderr
-    assert "1 tools, 1 JSON definitions" in stderr
+    assert "1 tool, 1 JSON definition," in stderr  # "1 tools" read wrong (issue 40.7)
     assert stderr.count("problem:") >= 10 and "Traceback" not in stderr

@@ -250,3 +250,56 @@ def test_installed_demo_runs_the_offline_planner(installed: Installed) -> None:
     )
     assert "offline planner" in out, out
     assert "2 of 2 task(s) passed." in out, out
+
+
+# -- a plain install serves HTTP (issue 40.1) ---------------------------------------------------------------------
+# The venv above holds the wheel and its dependencies only, no extra: what `pip install` of the project gives.
+
+
+def _metrics_status(url: str) -> int:
+    """The status of `GET /metrics` beside the `/mcp` endpoint `url` (loopback: no operator token needed)."""
+    import httpx2
+
+    return httpx2.get(url.removesuffix("/mcp") + "/metrics", timeout=30).status_code
+
+
+def _check_url(installed: Installed, url: str, report: Path) -> dict[str, Any]:
+    argv = [installed.bin("mcp-pd"), "check", "--url", url, "--no-color", "--quiet", "--json", str(report)]
+    proc = subprocess.run(
+        argv, cwd=installed.cwd, env=installed.env, capture_output=True, text=True, timeout=TIMEOUT, check=False
+    )
+    assert report.is_file(), proc.stdout + proc.stderr
+    result: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
+    assert result["summary"]["FAILURE"] == 0 and result["exit_code"] == 0, proc.stdout + proc.stderr
+    return result
+
+
+def _proxy_argv(installed: Installed, *flags: str) -> list[str]:
+    # The gateway in front of the installed reference server (a stdio upstream): nothing from npm or the checkout.
+    upstream = f"tracker={shlex.join([installed.bin('mcp-pd'), 'serve'])}"
+    return [installed.bin("mcp-pd"), "proxy", "--upstream-stdio", upstream, "--transport", "http", *flags, "--port"]
+
+
+@pytest.mark.req("PDX-INSTALL-01")
+@pytest.mark.parametrize("metrics", ["metrics", "no-metrics"])
+def test_plain_install_serves_http_and_passes_the_suite(installed: Installed, metrics: str, tmp_path: Path) -> None:
+    from pdtest import http_command
+
+    flags = ["--no-metrics"] if metrics == "no-metrics" else []
+    serve = [installed.bin("mcp-pd"), "serve", "--transport", "http", *flags, "--port"]
+    with http_command(serve, env=installed.env, cwd=installed.cwd) as url:
+        assert _metrics_status(url) == (404 if flags else 200)
+        _check_url(installed, url, tmp_path / "serve.json")
+
+
+@pytest.mark.req("PDX-INSTALL-01")
+@pytest.mark.parametrize("metrics", ["metrics", "no-metrics"])
+def test_plain_install_proxies_over_http_and_passes_the_suite(
+    installed: Installed, metrics: str, tmp_path: Path
+) -> None:
+    from pdtest import http_command
+
+    flags = ["--no-metrics"] if metrics == "no-metrics" else []
+    with http_command(_proxy_argv(installed, *flags), env=installed.env, cwd=installed.cwd) as url:
+        assert _metrics_status(url) == (404 if flags else 200)
+        _check_url(installed, url, tmp_path / "proxy.json")

@@ -5,6 +5,10 @@ offline planner and prints each step and the ledger; `--backend anthropic|openai
 `--host tools-only` (or `both`) runs it as a host whose model can only call tools, and `--mode catalog` (or
 `both`) starts the server in catalog mode, where the model searches, describes, then calls.
 The package is a plain MCP client: it never imports the server library.
+For an agent builder's own loop (docs/agents.md): `connect(ServerSpec...)` opens a session
+(`ProgressiveServer`), `Toolset` offers its tools in the Anthropic or OpenAI form (strict once described; deferred
+for Anthropic's tool search) and carries out the model's calls, describing a tool before its first call;
+`strict_schema` / `loose_arguments` convert schemas and arguments.
 """
 
 from __future__ import annotations
@@ -12,7 +16,17 @@ from __future__ import annotations
 from ._backends import BACKENDS, PlannerBackend, create_backend, resolve_backend_name
 from ._catalog import MergedCatalog, merge_catalogs
 from ._cli import TaskResult, eager_definitions, main, run_tasks
-from ._connection import ProgressiveServer, Reply, ServerMode, ServerSpec, connect, find_describe_tool, find_mode
+from ._connection import (
+    ProgressiveServer,
+    Reply,
+    ServerMode,
+    ServerSpec,
+    ServerUnreachable,
+    connect,
+    find_describe_tool,
+    find_mode,
+)
+from ._hosts import ANTHROPIC_TOOL_SEARCH, Toolset, anthropic_tool, loose_arguments, openai_function, strict_schema
 from ._ledger import (
     ENCODINGS,
     HostCost,
@@ -46,6 +60,7 @@ from ._prompt import BASE_PROMPT, HOSTS, READ_FUNCTION, Host, system_prompt, sys
 from ._tasks import CATALOG_TASKS, TASKS, Task, check_run
 
 __all__ = [
+    "ANTHROPIC_TOOL_SEARCH",
     "BACKENDS",
     "BASE_PROMPT",
     "CATALOG_TASKS",
@@ -69,6 +84,7 @@ __all__ = [
     "Run",
     "ServerMode",
     "ServerSpec",
+    "ServerUnreachable",
     "Step",
     "Task",
     "TaskResult",
@@ -76,7 +92,9 @@ __all__ = [
     "ToolCall",
     "ToolOutput",
     "ToolOutputs",
+    "Toolset",
     "UserMessage",
+    "anthropic_tool",
     "build_functions",
     "build_ledger",
     "check_run",
@@ -85,8 +103,10 @@ __all__ = [
     "eager_definitions",
     "find_describe_tool",
     "find_mode",
+    "loose_arguments",
     "main",
     "merge_catalogs",
+    "openai_function",
     "render_markdown",
     "render_summary_markdown",
     "render_svg",
@@ -95,6 +115,7 @@ __all__ = [
     "run_agent",
     "run_tasks",
     "side_label",
+    "strict_schema",
     "system_prompt",
     "system_prompt_guidance",
     "update_markdown",

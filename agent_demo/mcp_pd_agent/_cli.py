@@ -14,9 +14,9 @@ from typing import Any, TextIO
 
 import anyio
 
-from ._backends import BACKENDS, create_backend, resolve_backend_name
+from ._backends import BACKENDS, PlannerBackend, create_backend, resolve_backend_name
 from ._catalog import merge_catalogs
-from ._connection import ServerMode, ServerSpec, connect
+from ._connection import ServerMode, ServerSpec, ServerUnreachable, connect
 from ._ledger import Ledger, TokenCounter, build_ledger, render_svg, render_table, side_label, update_markdown
 from ._loop import DEFAULT_MAX_TURNS, Backend, BackendFailure, Run, Step, describe_step, run_agent
 from ._prompt import HOSTS, Host
@@ -112,6 +112,9 @@ async def run_tasks(
             failure = check_run(task, run)
         except Exception as exc:  # a server failure (or a model API failure mid-run) ends this task, not the demo
             cause = _leaf(exc)
+            if isinstance(cause, ServerUnreachable) and not any(r.run is not None for r in results):
+                # Not one session opened yet: a wrong URL or command, a server not running. Every task would fail so.
+                raise RuntimeError(f"{cause}; no task was run") from None
             if isinstance(cause, BackendFailure) and not (cause.answered or model_answered):
                 # It never answered once: a missing key, a wrong endpoint or model. Every task would fail the same way.
                 why = str(cause).rstrip(".")
@@ -184,7 +187,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help=f"model name for anthropic/openai (env {ENV_MODEL})")
     p.add_argument("--base-url", help="API base URL, e.g. a local OpenAI-compatible server (env OPENAI_BASE_URL)")
     p.add_argument("--task", action="append", metavar="N|KEY", help="run only this task (repeatable); default: all")
-    p.add_argument("--prompt", help="run this ad-hoc task instead of the task set (no check)")
+    p.add_argument(
+        "--prompt",
+        help="run this ad-hoc task instead of the task set (no check of its result: FAIL only when no answer comes or "
+        "the offline planner gives up)",
+    )
     p.add_argument("--list-tasks", action="store_true", help="list the tasks and exit")
     p.add_argument("--max-turns", type=int, default=DEFAULT_MAX_TURNS, help="model turns per task")
     p.add_argument("--no-ledger", action="store_true", help="skip the token ledger")
@@ -206,6 +213,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--quiet", action="store_true", help="print only verdicts and ledgers")
     return p
+
+
+def _ad_hoc(prompt: str, made: Sequence[Backend]) -> Task:
+    """The --prompt task. It has no check of its own, but a run that ends without an answer, or in which the planner
+    gave up (no tool fits, a value it could not work out), did not do it: that is a FAIL, not a PASS."""
+
+    def check(run: Run) -> str | None:
+        if run.stopped != "answer" or not (run.answer or "").strip():
+            return "no answer within the turns allowed (--max-turns)"
+        planner = made[-1] if made else None
+        if isinstance(planner, PlannerBackend) and planner.gave_up is not None:
+            return f"the offline planner gave up: {planner.gave_up}"
+        return None
+
+    return Task("prompt", prompt, check, ())
 
 
 def _runs(results: Sequence[TaskResult]) -> list[tuple[str, Run]]:
@@ -297,10 +319,13 @@ async def _demo(args: argparse.Namespace, out: TextIO) -> int:
     if name != "planner":
         shared = create_backend(name, model=model, base_url=args.base_url)
 
+    made: list[Backend] = []
+
     def backend_for(task: Task | None) -> Backend:
         if shared is not None:
             return shared
-        return create_backend("planner", missteps=task.missteps if task else ())
+        made.append(create_backend("planner", missteps=task.missteps if task else ()))
+        return made[-1]
 
     spec = ServerSpec.reference()
     if args.stdio:
@@ -308,7 +333,7 @@ async def _demo(args: argparse.Namespace, out: TextIO) -> int:
     elif args.url:
         spec = ServerSpec.http(args.url)
     specs = {"progressive": spec, "catalog": ServerSpec.reference(mode="catalog")}
-    tasks = [Task("prompt", args.prompt, lambda run: None, ())] if args.prompt else _select(TASKS, args.task)
+    tasks = [_ad_hoc(args.prompt, made)] if args.prompt else _select(TASKS, args.task)
     log: Any = _Quiet(out) if args.quiet else out
     label = shared.label if shared is not None else create_backend("planner").label
     hosts = [host for host, mode in setups if mode == "progressive"]
@@ -398,6 +423,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         return anyio.run(_demo, args, out)
-    except (ValueError, ImportError, RuntimeError) as exc:
+    except (ValueError, ImportError, RuntimeError, ServerUnreachable) as exc:
         print(f"mcp-pd demo: {exc}", file=sys.stderr)
         return 2

@@ -35,6 +35,7 @@ __all__ = [
     "Reply",
     "ServerMode",
     "ServerSpec",
+    "ServerUnreachable",
     "connect",
     "find_describe_tool",
     "find_mode",
@@ -64,6 +65,7 @@ class ServerSpec:
     label: str
     command: tuple[str, ...] = ()
     url: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()  # sent with every HTTP request, e.g. ("Authorization", "Bearer T")
 
     @classmethod
     def reference(cls, *extra: str, mode: ServerMode = "progressive") -> ServerSpec:
@@ -87,8 +89,9 @@ class ServerSpec:
         return cls(f"stdio: {shlex.join(argv)}", argv)
 
     @classmethod
-    def http(cls, url: str) -> ServerSpec:
-        return cls(f"http: {url}", url=url)
+    def http(cls, url: str, headers: dict[str, str] | None = None) -> ServerSpec:
+        """A Streamable HTTP endpoint; `headers` (e.g. `{"Authorization": "Bearer TOKEN"}`) go with every request."""
+        return cls(f"http: {url}", url=url, headers=tuple((headers or {}).items()))
 
 
 def _mode_args(mode: ServerMode) -> tuple[str, ...]:
@@ -340,21 +343,79 @@ def _tail(log: IO[str], limit: int = 2000) -> str:
     return log.read()[-limit:].strip()
 
 
+class ServerUnreachable(Exception):
+    """The server could not be reached or would not open a session: one line saying why (no traceback needed)."""
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _unreachable(spec: ServerSpec, exc: BaseException, statuses: Sequence[int]) -> ServerUnreachable:
+    """What opening a session with `spec` raised, in one line (the SDK reports every HTTP status as -32603)."""
+    leaves = _leaves(exc)
+    leaf, names = leaves[0], {type(e).__name__ for e in leaves}
+    token = any(name.lower() == "authorization" for name, _ in spec.headers)
+    if 401 in statuses:
+        why = "refused the token (401 Unauthorized)" if token else "needs a bearer token (401 Unauthorized)"
+    elif statuses:
+        why = f"answered HTTP {statuses[0]}: check the URL (mcp-pd serves /mcp)"
+    elif isinstance(leaf, FileNotFoundError):
+        why = f"cannot start: command not found: {leaf.filename or leaf}"
+    elif "UnsupportedProtocol" in names:
+        why = "is not an http:// or https:// URL"
+    elif names & {"ConnectError", "ConnectTimeout"}:
+        why = f"cannot be reached ({leaf}): is the server running?"
+    elif isinstance(leaf, MCPError) and leaf.error.message == "Connection closed":
+        why = "closed the connection before the handshake ended (a stdio server that exited?)"
+    else:
+        why = f"failed: {type(leaf).__name__}: {leaf}"
+    return ServerUnreachable(f"the server ({spec.label}) {why}")
+
+
 @asynccontextmanager
 async def connect(spec: ServerSpec) -> AsyncIterator[ProgressiveServer]:
-    """Open a fresh session (and, for a command, a fresh server process) for one task."""
-    if spec.url is not None:
-        async with Client(spec.url, cache=None) as client:
-            yield await ProgressiveServer.open(client)
-        return
-    command, *args = spec.command
-    params = StdioServerParameters(command=command, args=list(args), env=dict(os.environ))
-    with tempfile.TemporaryFile("w+", encoding="utf-8") as log:
-        try:
-            async with Client(stdio_client(params, errlog=log), cache=None) as client:
-                yield await ProgressiveServer.open(client)
-        except Exception as exc:
-            tail = _tail(log)
-            if tail:
-                exc.add_note(f"server stderr ({spec.label}):\n{tail}")
+    """Open a fresh session (and, for a command, a fresh server process) for one task; `ServerUnreachable` (one
+    line) when the session cannot be opened."""
+    opened = False
+    statuses: list[int] = []
+    last_words = ""
+    try:
+        if spec.url is not None:
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            async def record(response: Any) -> None:
+                if response.status_code >= 400:
+                    statuses.append(response.status_code)
+
+            http = create_mcp_http_client(headers=dict(spec.headers))
+            http.event_hooks["response"].append(record)
+            async with http, Client(streamable_http_client(spec.url, http_client=http), cache=None) as client:
+                server = await ProgressiveServer.open(client)
+                opened = True
+                yield server
+            return
+        command, *args = spec.command
+        params = StdioServerParameters(command=command, args=list(args), env=dict(os.environ))
+        with tempfile.TemporaryFile("w+", encoding="utf-8") as log:
+            try:
+                async with Client(stdio_client(params, errlog=log), cache=None) as client:
+                    server = await ProgressiveServer.open(client)
+                    opened = True
+                    yield server
+            except Exception as exc:
+                tail = _tail(log)
+                if tail:
+                    exc.add_note(f"server stderr ({spec.label}):\n{tail}")
+                    last_words = tail.splitlines()[-1].strip()
+                raise
+    except Exception as exc:
+        if opened:
             raise
+        unreachable = _unreachable(spec, exc, statuses)
+        if last_words:
+            unreachable.args = (f"{unreachable}; its stderr ended with: {last_words[:300]}",)
+        raise unreachable from exc

@@ -275,7 +275,8 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         M,
         ("PD-4.1-01", "PD-2-02", "PD-3.2-01"),
         "a tool_descriptions resource appears in resources/list",
-        'Add {"uri": "resource:///tool_descriptions", "name": "tool_descriptions", ...} to resources/list.',
+        "A server you did not write: serve it through `mcp-pd proxy`. Yours: `ProgressiveDisclosure().install(app)` "
+        '(Python), or list {"uri": "resource:///tool_descriptions", "name": "tool_descriptions"} in resources/list.',
     ),
     _c(
         "resource-listing/capability-declared",
@@ -410,14 +411,17 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         S,
         ("PD-3.2-03",),
         "full descriptions include usage examples",
-        'Add "examples": [{"description": ..., "input": {...}}] to each full description.',
+        'Add "examples": [{"description": ..., "input": {...}}] to each full description: with mcp_pd, in an overlay '
+        "file tool_descriptions/<tool>.json; for a server you did not write, in the files `mcp-pd export` writes.",
     ),
     _c(
         "resource-read/error-guidance",
         S,
         ("PD-3.2-04",),
         "full descriptions include error-handling guidance",
-        'Add "error_guidance" (what errors mean and how to recover) to each full description.',
+        'Add "error_guidance" (what errors mean and how to recover) to each full description: with mcp_pd, in an '
+        "overlay file tool_descriptions/<tool>.json; for a server you did not write, in the files `mcp-pd export` "
+        "writes.",
     ),
     _c(
         "resource-read/comma-separated",
@@ -596,8 +600,8 @@ CHECKS: Final[tuple[CheckSpec, ...]] = (
         M,
         ("PD-5.1-02", "PD-2-03"),
         "calling a tool before fetching its description fails with TOOL_DESCRIPTION_REQUIRED",
-        "Gate tools/call: unless this session fetched the tool, return an isError result whose "
-        "structuredContent is the spec 6.2 document.",
+        "A server you did not write: serve it through `mcp-pd proxy`. Yours: gate tools/call: unless this session "
+        "fetched the tool, return an isError result whose structuredContent is the spec 6.2 document.",
     ),
     _c(
         "authorization/error-document",

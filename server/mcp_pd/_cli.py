@@ -8,12 +8,12 @@ import gc
 import importlib
 import importlib.util
 import logging
-import os
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from ._http_flags import count, http_flags, http_settings, positive
 
 if TYPE_CHECKING:
     import asyncio
@@ -22,7 +22,13 @@ __all__ = ["main"]
 
 
 def _serve_parser(sub: Any) -> None:
-    p = sub.add_parser("serve", help="run the reference server (or --simulate any definitions directory)")
+    p = sub.add_parser(
+        "serve",
+        help="run the reference server (or --simulate any definitions directory)",
+        description="Serve the reference server (a project tracker and utilities) with progressive disclosure, over "
+        "stdio or --transport http; --simulate --descriptions DIR serves any folder of definitions with tools that "
+        "validate their arguments and echo them.",
+    )
     p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
@@ -70,7 +76,7 @@ def _serve_parser(sub: Any) -> None:
         action="store_true",
         help="do not serve the describe_tools tool (models must read resource:///tool_descriptions themselves)",
     )
-    p.add_argument("--page-size", type=_positive(_count), default=1000, help="tools per tools/list page (default 1000)")
+    p.add_argument("--page-size", type=positive(count), default=1000, help="tools per tools/list page (default 1000)")
     p.add_argument(
         "--redis",
         metavar="URL",
@@ -90,7 +96,7 @@ def _serve_parser(sub: Any) -> None:
     p.add_argument(
         "--no-metrics",
         action="store_true",
-        help="HTTP: do not serve GET /metrics (Prometheus text format; on when the metrics extra is installed)",
+        help="HTTP: do not serve GET /metrics (Prometheus text format; served by default)",
     )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     http_flags(p, operator="GET /metrics")
@@ -135,7 +141,7 @@ def _try_parsers(sub: Any) -> None:
     )
     p.add_argument("descriptions", type=Path, metavar="DIR", help="directory of <tool>.json definitions")
     p.add_argument("query", help="what a model would ask for, in any language")
-    p.add_argument("--limit", type=_positive(_count), default=5, help="rows (default 5)")
+    p.add_argument("--limit", type=positive(count), default=5, help="rows (default 5)")
     _cache_flags(p)
     p = sub.add_parser(
         "call",
@@ -192,9 +198,15 @@ def _try(args: argparse.Namespace) -> int:
     if headers and args.stdio:
         raise SystemExit("mcp-pd call: --header applies to --url only")
     target = args.stdio or args.url
-    done = anyio.run(
-        lambda: call(target, stdio=args.stdio is not None, tool=args.tool, arguments=arguments, headers=headers)
-    )
+    from ._explain import Unreachable
+
+    try:
+        done = anyio.run(
+            lambda: call(target, stdio=args.stdio is not None, tool=args.tool, arguments=arguments, headers=headers)
+        )
+    except Unreachable as exc:
+        print(f"mcp-pd call: {exc}", file=sys.stderr)
+        return 1
     print_json(done)
     return 1 if done["result"].get("isError") else 0
 
@@ -276,177 +288,6 @@ def _index(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count(text: str) -> int:
-    """A whole number, 0 or more (argparse type)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    """A finite number of seconds, 0 or more (argparse type)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds, 0 or more, not {text}")
-    return value
-
-
-def _positive(parse: Callable[[str], float]) -> Callable[[str], float]:
-    """`parse`, refusing 0."""
-
-    def parsed(text: str) -> float:
-        value = parse(text)
-        if value == 0:
-            raise argparse.ArgumentTypeError("must be more than 0")
-        return value
-
-    return parsed
-
-
-def http_flags(p: argparse.ArgumentParser, *, operator: str) -> None:
-    """The HTTP flags `serve` and `proxy` share: limits, Host/Origin, the operator token (`operator`: its endpoints)."""
-    from ._limits import ADMIN_TOKEN_ENV, HttpLimits
-
-    d = HttpLimits()
-    g = p.add_argument_group(
-        "HTTP limits (--transport http)",
-        "What one server lets its clients hold, and who gets in. DNS-rebinding protection (Host and Origin checks) "
-        "is always on, for every path: on loopback 127.0.0.1, localhost and [::1] are allowed; any other --host "
-        "needs --allowed-host.",
-    )
-    # Defaults are None so that giving a flag where it has no effect (stdio, --stateless) is an error, not a no-op.
-    g.add_argument(
-        "--max-sessions",
-        type=_count,
-        metavar="N",
-        help=f"open sessions at once; one more gets 503 until one ends (default {d.max_sessions}; 0: no cap)",
-    )
-    g.add_argument(
-        "--session-idle-timeout",
-        type=_seconds,
-        metavar="SECONDS",
-        help="end a session (and its grants) after this long with no request in flight; an open SSE stream counts "
-        f"as one (default {d.session_idle_timeout:g}; 0: never)",
-    )
-    g.add_argument(
-        "--max-body-size",
-        type=_positive(_count),
-        metavar="BYTES",
-        help=f"largest request body; larger ones get 413 (default {d.max_body_bytes})",
-    )
-    g.add_argument(
-        "--request-timeout",
-        type=_positive(_seconds),
-        metavar="SECONDS",
-        help="time a client has to send a request's headers (from connecting, or from the request's first byte), "
-        "and again its body, before it gets 408 and is disconnected; responses, SSE streams included, are not "
-        "limited "
-        f"(default {d.request_timeout:g})",
-    )
-    g.add_argument(
-        "--keep-alive-timeout",
-        type=_positive(_seconds),
-        metavar="SECONDS",
-        help=f"close a connection idle this long between requests (default {d.keep_alive_timeout:g})",
-    )
-    g.add_argument(
-        "--allowed-host",
-        action="append",
-        default=[],
-        metavar="HOST[:PORT]",
-        help="a Host header value to accept (repeatable; a bare HOST accepts any port); required when --host is "
-        "not a loopback address; others get 421",
-    )
-    g.add_argument(
-        "--allowed-origin",
-        action="append",
-        default=[],
-        metavar="SCHEME://HOST[:PORT]",
-        help="a browser Origin to accept (repeatable); requests without Origin pass, others get 403",
-    )
-    g.add_argument(
-        "--admin-token-file",
-        type=Path,
-        metavar="FILE",
-        help=f"the operator credential (or set ${ADMIN_TOKEN_ENV}): a file holding one token of 16+ characters, "
-        f"different from every client token. The operator endpoints ({operator}) then answer only requests "
-        "carrying it ('Authorization: Bearer TOKEN', or TOKEN as the HTTP Basic password, which browsers ask for), "
-        "from any address; client tokens never open them. Without it they answer loopback clients only (not "
-        "through a reverse proxy), and nobody once --bearer-tokens is set",
-    )
-
-
-_SESSION_FLAGS = ("max_sessions", "session_idle_timeout")
-_HTTP_FLAGS = (
-    *_SESSION_FLAGS,
-    "max_body_size",
-    "request_timeout",
-    "keep_alive_timeout",
-    "allowed_host",
-    "allowed_origin",
-    "admin_token_file",
-    "bearer_tokens",
-)
-
-
-def _flag(dest: str) -> str:
-    return "--" + dest.replace("_", "-")
-
-
-@dataclass(frozen=True)
-class HttpSettings:
-    """What the HTTP flags decided: limits, Host/Origin rules, client tokens (None: none), the operator token."""
-
-    limits: Any
-    security: Any
-    clients: Any = None
-    operator_token: str | None = None
-
-
-def http_settings(args: argparse.Namespace, command: str) -> HttpSettings:
-    """The HTTP settings the flags of `mcp-pd COMMAND` ask for (read before anything is started); SystemExit with
-    the reason if they cannot hold."""
-    from ._auth import StaticTokenVerifier
-    from ._http import HttpLimits, admin_token, transport_security
-
-    given = [dest for dest in _HTTP_FLAGS if getattr(args, dest) not in (None, [])]
-    if args.transport != "http" and given:
-        raise SystemExit(f"mcp-pd {command}: {_flag(given[0])} applies to --transport http only")
-    stateless = getattr(args, "stateless", False)
-    if stateless and (session_flags := [d for d in given if d in _SESSION_FLAGS]):
-        raise SystemExit(f"mcp-pd {command}: {_flag(session_flags[0])} has no effect with --stateless (no sessions)")
-    d = HttpLimits()
-    limits = HttpLimits(
-        max_sessions=(args.max_sessions or None) if args.max_sessions is not None else d.max_sessions,
-        session_idle_timeout=(
-            (args.session_idle_timeout or None) if args.session_idle_timeout is not None else d.session_idle_timeout
-        ),
-        max_body_bytes=args.max_body_size or d.max_body_bytes,
-        request_timeout=args.request_timeout or d.request_timeout,
-        keep_alive_timeout=args.keep_alive_timeout or d.keep_alive_timeout,
-    )
-    if args.transport != "http":
-        return HttpSettings(limits, None)
-    try:
-        security = transport_security(args.host, args.allowed_host, args.allowed_origin)
-        clients = StaticTokenVerifier.from_file(args.bearer_tokens) if args.bearer_tokens is not None else None
-        token = admin_token(args.admin_token_file, os.environ)
-        import anyio
-
-        if token is not None and clients is not None and anyio.run(clients.verify_token, token) is not None:
-            raise ValueError("the operator token is also a client token in --bearer-tokens: give it one of its own")
-    except ValueError as exc:
-        raise SystemExit(f"mcp-pd {command}: {exc}") from None
-    return HttpSettings(limits, security, clients, token)
-
-
 def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
     from ._policy import RateLimit
     from .reference import build_reference_server, serve_simulation
@@ -487,7 +328,14 @@ def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
             raise SystemExit(f"mcp-pd serve: {args.descriptions} is not a directory")
         server, pd = serve_simulation(args.descriptions, **options)
         return server, pd, f"SIMULATION of {args.descriptions}"
-    app, pd = build_reference_server(args.descriptions, database=args.database, **options)
+    import sqlite3
+
+    try:
+        app, pd = build_reference_server(args.descriptions, database=args.database, **options)
+    except sqlite3.Error as exc:
+        raise SystemExit(
+            f"mcp-pd serve: --database {args.database}: {exc} (is its folder there and writable?)"
+        ) from None
     return app, pd, "reference project tracker"
 
 
@@ -501,16 +349,30 @@ async def _preflight(server: Any, pd: Any) -> list[str]:
     problems = len(pd.store.problems)
     # Each problem was logged once when the store found it (mcp_pd.store): counted here, not printed again.
     lines = [
-        f"{len(pd.catalog)} tools, {len(pd.store)} JSON definitions"
-        + (f", {problems} problem(s) above" if problems else "")
+        f"{_count_of(len(pd.catalog), 'tool')}, {_count_of(len(pd.store), 'JSON definition')}"
+        + (f", {_count_of(problems, 'problem')} above" if problems else "")
     ]
     lines += [f"orphan: {n}.json describes a tool this server does not have (not served)" for n in pd.catalog.orphans()]
     return lines
 
 
-def serve_metrics(pd: Any, lowlevel: Any, *, enabled: bool, **views: Any) -> Any:
-    """A `Metrics` instrumenting `lowlevel` (None when turned off or the metrics extra is missing)."""
-    if not enabled or importlib.util.find_spec("prometheus_client") is None:
+def _count_of(n: int, noun: str) -> str:
+    """`1 tool`, `2 tools`: a count a person reads."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def serve_metrics(pd: Any, lowlevel: Any, *, enabled: bool, command: str = "serve", **views: Any) -> Any:
+    """A `Metrics` instrumenting `lowlevel` (None when turned off, or, said on stderr, when prometheus-client is
+    missing: a base dependency, absent only from an install made without dependencies). `_metrics` and
+    prometheus-client are imported only here, so `--no-metrics` never needs them."""
+    if not enabled:
+        return None
+    if importlib.util.find_spec("prometheus_client") is None:
+        print(
+            f"mcp-pd {command}: GET /metrics is off: prometheus-client is not installed (pip install "
+            "'prometheus-client>=0.21', or reinstall mcp-progressive-disclosure with its dependencies)",
+            file=sys.stderr,
+        )
         return None
     from collections.abc import Sized
 
@@ -524,6 +386,15 @@ def serve_metrics(pd: Any, lowlevel: Any, *, enabled: bool, **views: Any) -> Any
     )
     metrics.instrument(lowlevel)
     return metrics
+
+
+def metrics_routes(metrics: Any) -> dict[str, Any]:
+    """The operator route serving `metrics` (`{"/metrics": app}`), or none when there are no metrics."""
+    if metrics is None:
+        return {}
+    from ._metrics import PATH, metrics_app
+
+    return {PATH: metrics_app(metrics)}
 
 
 def _report_warm_up(task: asyncio.Future[Any]) -> None:
@@ -571,9 +442,9 @@ def _serve(args: argparse.Namespace) -> int:
                 await lowlevel.run(read, write, options)
             return
         from ._http import OperatorAccess, describe_http, http_server
-        from ._metrics import PATH, metrics_app
 
         metrics = serve_metrics(pd, lowlevel, enabled=not args.no_metrics)
+        operator = metrics_routes(metrics)
         web = http_server(
             lowlevel,
             host=args.host,
@@ -583,7 +454,7 @@ def _serve(args: argparse.Namespace) -> int:
             stateless=args.stateless,
             log_level=args.log_level.lower(),
             clients=http.clients,
-            operator={PATH: metrics_app(metrics)} if metrics is not None else None,
+            operator=operator or None,
             operator_token=http.operator_token,
         )
         if http.clients is not None:
@@ -591,9 +462,12 @@ def _serve(args: argparse.Namespace) -> int:
                 f"mcp-pd: bearer tokens required ({len(http.clients)} known); grants kept per principal",
                 file=sys.stderr,
             )
-        if metrics is not None:
+        if operator:
             access = OperatorAccess(http.operator_token, client_tokens=http.clients is not None)
-            print(f"mcp-pd: Prometheus metrics at {access.describe([f'GET {PATH}'])}", file=sys.stderr)
+            print(
+                f"mcp-pd: Prometheus metrics at {access.describe([f'GET {path}' for path in operator])}",
+                file=sys.stderr,
+            )
         for line in describe_http(http.limits, http.security, stateless=args.stateless):
             print(f"mcp-pd: {line}", file=sys.stderr)
         if args.stateless and args.bearer_tokens is None and pd.mode != "eager":

@@ -1,4 +1,5 @@
-"""Prometheus metrics for `mcp-pd serve` and `mcp-pd proxy` over HTTP (`GET /metrics`; the `metrics` extra).
+"""Prometheus metrics for `mcp-pd serve` and `mcp-pd proxy` over HTTP (`GET /metrics`; prometheus-client is a base
+dependency, imported only once metrics are on (`mcp_pd._cli.serve_metrics`), so `--no-metrics` never loads it).
 
 The server's request handlers are wrapped from outside, after the extension is installed, so nothing in the
 extension knows about metrics: every request is timed and counted by method and outcome, and what it says is read

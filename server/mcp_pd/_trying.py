@@ -53,24 +53,39 @@ async def call(
 ) -> dict[str, Any]:
     """Describe `tool` (the descriptions resource, else the `describe_tools` tool), then call it with `arguments`,
     in one session of the server `target` names (a command line with `stdio`, else a Streamable HTTP URL)."""
+    from ._explain import StatusLog, Unreachable, explain
+
+    if stdio:
+        argv = shlex.split(target)
+        if not argv:
+            raise Unreachable("--stdio needs a command line, e.g. --stdio 'python server.py'")
+    log = StatusLog()
+    try:
+        return await _call(target, argv if stdio else None, tool, arguments, headers, log)
+    except Exception as exc:
+        # A person's mistake (no token, a wrong URL, a server not running) is one line, never a traceback.
+        token = any(name.lower() == "authorization" for name in headers)
+        raise Unreachable(explain(exc, target, stdio=stdio, log=log, token_sent=token)) from exc
+
+
+async def _call(
+    target: str, argv: list[str] | None, tool: str, arguments: dict[str, Any], headers: dict[str, str], log: Any
+) -> dict[str, Any]:
     from mcp import Client, StdioServerParameters
     from mcp.shared.exceptions import MCPError
 
     from ._model import selection_uri
 
-    if stdio:
-        argv = shlex.split(target)
-        if not argv:
-            raise ValueError("--stdio needs a command line, e.g. --stdio 'python server.py'")
+    if argv is not None:
         source: Any = StdioServerParameters(command=argv[0], args=argv[1:])
-    elif headers:
-        import httpx2
-        from mcp.client.streamable_http import streamable_http_client
-
-        http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
-        source = streamable_http_client(target, http_client=http)
     else:
-        source = target
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        # The SDK's own client (its timeouts), recording HTTP error statuses the SDK reports only as -32603.
+        http = create_mcp_http_client(headers=headers)
+        http.event_hooks["response"].append(log)
+        source = streamable_http_client(target, http_client=http)
     async with Client(source, mode="legacy", cache=None) as client:
         described: Any = None
         how = "resource"

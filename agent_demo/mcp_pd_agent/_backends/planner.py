@@ -127,6 +127,11 @@ class PlannerBackend:
     def label(self) -> str:
         return "offline planner (deterministic rules, not a model)"
 
+    @property
+    def gave_up(self) -> str | None:
+        """Why the planner stopped short of the task (no tool fits, a value it could not work out, ...), else None."""
+        return self._failure
+
     async def aclose(self) -> None:
         return None
 

@@ -106,11 +106,12 @@ async def _page(
                 _percentiles(metrics.upstream_seconds.get(name) if metrics else None),
             ]
         )
+    listed = f"{len(gateway.listing)} tool" + ("" if len(gateway.listing) == 1 else "s")
     parts = [
         "<!doctype html><html><head><meta charset=utf-8><title>mcp-pd gateway</title>",
         "" if query else '<meta http-equiv="refresh" content="2">',
         f"<style>{_STYLE}</style></head><body>",
-        f"<h1>mcp-pd gateway <span class=muted>({_e(pd.mode)} mode, {len(gateway.listing)} tools)</span></h1>",
+        f"<h1>mcp-pd gateway <span class=muted>({_e(pd.mode)} mode, {listed})</span></h1>",
         "<h2>Upstreams</h2>",
         _table(
             ["upstream", "state", "pid", "starts", "last error", "tools", "clients' own sessions", "call p50 / p95"],

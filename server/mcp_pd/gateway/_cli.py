@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from mcp_pd._cli import HttpSettings, http_flags, http_settings
+from mcp_pd._http_flags import HttpSettings, http_flags, http_settings
 
 from ._config import ConfigError, UpstreamConfig, check_upstreams, one_off_stdio, one_off_url, read_host_config
 from ._export import load_cache, write_export
@@ -56,7 +56,15 @@ def _upstream_arguments(p: argparse.ArgumentParser) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcp-pd", description="progressive disclosure in front of existing servers")
     sub = parser.add_subparsers(dest="command", required=True)
-    proxy = sub.add_parser("proxy", help="serve the upstreams' tools with progressive disclosure")
+    proxy = sub.add_parser(
+        "proxy",
+        help="serve the upstreams' tools with progressive disclosure",
+        description="Serve the tools of existing MCP servers (the upstreams: a host's mcpServers file with --config, "
+        "or --upstream-stdio / --upstream-url) with progressive disclosure: a minimal tools/list, full definitions "
+        "from the tool_descriptions resource and describe_tools, and a call refused until its definition was read "
+        "in that session. Over stdio by default (give a host this command instead of its servers), or "
+        "--transport http.",
+    )
     _upstream_arguments(proxy)
     proxy.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     proxy.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
@@ -107,16 +115,20 @@ def _parser() -> argparse.ArgumentParser:
         help="stdio: send every call through the SDK's request path (no fast lane for admitted calls); "
         "http: let the SDK serialize large results in one step too (no HTTP lane)",
     )
-    proxy.add_argument(
-        "--no-metrics", action="store_true", help="HTTP: do not serve GET /metrics (on with the metrics extra)"
-    )
+    proxy.add_argument("--no-metrics", action="store_true", help="HTTP: do not serve GET /metrics (served by default)")
     proxy.add_argument(
         "--no-admin",
         action="store_true",
         help="HTTP: do not serve the operator page at GET /admin (who may open it: see --admin-token-file)",
     )
     http_flags(proxy, operator="GET /admin, GET /metrics")
-    export = sub.add_parser("export", help="write one JSON definition per upstream tool, ready to enrich by hand")
+    export = sub.add_parser(
+        "export",
+        help="write one JSON definition per upstream tool, ready to enrich by hand",
+        description="Start the upstreams once and write one <tool>.json per tool they list into --out, ready to "
+        "enrich by hand (examples, guidance); a later export refreshes the schemas and keeps what was written by "
+        "hand. `mcp-pd proxy --cache DIR` then lists and describes them without starting the upstreams.",
+    )
     _upstream_arguments(export)
     export.add_argument("--out", type=Path, required=True, help="directory to write (merged if it exists)")
     return parser
@@ -231,20 +243,21 @@ async def _serve(
             logger.info("the stdio lane answered %d call(s)", lane.taken)
         print("mcp-pd proxy: the client disconnected; stopping the upstreams", file=sys.stderr)
         return
+    from mcp_pd._cli import metrics_routes
     from mcp_pd._http import OperatorAccess, describe_http, http_server
-    from mcp_pd._metrics import PATH, metrics_app
 
     metrics = serve_metrics(
         _pd,
         server,
         enabled=not args.no_metrics,
+        command="proxy",
         upstream_of=lambda name: route.server if (route := gateway.routes.get(name)) is not None else None,
         upstreams=lambda: [
             (name, u.state, u.starts, pool.client_sessions_live(name)) for name, u in pool.upstreams.items()
         ],
     )
     # The operator endpoints: outside the client-token check, behind the operator's own (mcp_pd._http).
-    operator: dict[str, Any] = {PATH: metrics_app(metrics)} if metrics is not None else {}
+    operator: dict[str, Any] = metrics_routes(metrics)
     if not args.no_admin:
         from ._admin import ADMIN_PATH, admin_app
 
@@ -321,7 +334,8 @@ async def _report_start(
     if pool.closing:
         return
     running = sum(u.state == "ready" for u in pool.upstreams.values())
-    summary = f"{len(gateway.listing)} tools from {len(pool.upstreams)} upstream(s), {running} running"
+    tools = len(gateway.listing)
+    summary = f"{tools} tool{'' if tools == 1 else 's'} from {len(pool.upstreams)} upstream(s), {running} running"
     if took:
         ordered = sorted(took.items(), key=lambda item: item[1])
         summary += " (ready after " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in ordered) + ")"
@@ -422,10 +436,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         pass
+    except BaseExceptionGroup as group:
+        # uvicorn exits (SystemExit) when it cannot bind the port, having said why on stderr: no traceback on top.
+        stopped = group.subgroup(lambda exc: isinstance(exc, (SystemExit, KeyboardInterrupt)))
+        if stopped is None or group.split(lambda exc: isinstance(exc, (SystemExit, KeyboardInterrupt)))[1]:
+            raise
+        code = next((e.code for e in _leaves(stopped) if isinstance(e, SystemExit)), 0)
+        if code:
+            print(
+                f"mcp-pd proxy: could not serve HTTP on {args.host}:{args.port} (why: the line above)", file=sys.stderr
+            )
+            sys.stderr.flush()
+            os._exit(code if isinstance(code, int) else 1)
     # Leave at once: nothing is left to clean up (the upstreams are stopped), and a worker thread may still block.
     with contextlib.suppress(ValueError, OSError):
         sys.stdout.flush()
     os._exit(0)
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
 
 
 def _embeddings(args: argparse.Namespace) -> dict[str, Any]:

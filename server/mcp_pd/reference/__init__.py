@@ -24,6 +24,7 @@ __all__ = [
     "build_reference_server",
     "build_simulated_server",
     "serve_simulation",
+    "shared_names",
 ]
 
 logger = logging.getLogger("mcp_pd.reference")
@@ -73,8 +74,44 @@ def build_reference_server(
     return app, pd
 
 
+def shared_names(descriptions: str | Path) -> dict[str, list[str]]:
+    """Tool names that more than one category folder of `descriptions` defines: name -> the folders, in order.
+
+    One name is one tool (the store serves the first folder's file and reports the others), so a folder of several
+    servers' definitions cannot serve two tools that share a name; the gateway can (it namespaces them)."""
+    folders: dict[str, list[str]] = {}
+    root = Path(descriptions)
+    if root.is_dir():
+        for folder in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+            for name in sorted({f.stem for f in folder.glob("*.json") if not f.name.startswith((".", "#", "~"))}):
+                folders.setdefault(name, []).append(folder.name)
+    return {name: where for name, where in folders.items() if len(where) > 1}
+
+
+def _say_shared(descriptions: str | Path) -> None:
+    for name, folders in shared_names(descriptions).items():
+        gateway = " ".join(
+            f'--upstream-stdio "{f}=mcp-pd serve --simulate --descriptions {Path(descriptions) / f}"' for f in folders
+        )
+        logger.warning(
+            "simulation: tool %r is defined in %s: one name is one tool, so only %s/%s.json is served and %s not; "
+            "to serve each under its own name, give the folders to the gateway, which names a tool two servers "
+            "share <folder>__%s: mcp-pd proxy %s",
+            name,
+            " and ".join(f"{f}/" for f in folders),
+            folders[0],
+            name,
+            ", ".join(f"{f}/{name}.json" for f in folders[1:]),
+            name,
+            gateway,
+        )
+
+
 def serve_simulation(descriptions: str | Path, **options: Any) -> tuple[Server[Any], ProgressiveDisclosure]:
-    """A simulated server for every definition in `descriptions`, with the extension installed."""
+    """A simulated server for every definition in `descriptions`, with the extension installed. A tool name that
+    several category folders define is served once (the first folder's), and a warning says which and how to serve
+    them all (`shared_names`)."""
+    _say_shared(descriptions)
     pd = ProgressiveDisclosure(descriptions, **options)
     listing = SimulatedListing(pd.store)
     server = build_simulated_server(pd.store, listing=listing)
