@@ -1,0 +1,129 @@
+"""Issue 41.5: task-augmented calls carried through the gateway (MCP 2025-11-25 tasks), each client's tasks its own.
+
+The upstream is the npm reference `server-everything`, whose `simulate-research-query` runs only as a task
+(`execution.taskSupport: "required"`: four stages of a second each). Two clients of one HTTP gateway share its one
+upstream session; neither may see, poll, fetch or cancel the other's task. A client on another protocol version
+(2026-07-28 here) is not listed the tool and is told why when it calls it.
+
+The `mcp` 2.3 client validates a `tools/call` result as a CallToolResult, which a CreateTaskResult is not, and has
+no `tasks/*` methods: the requests below go through the real client's own dispatcher as raw JSON-RPC (`_raw`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from gateway.gwtest import describe, http_gateway, stdio, write_config
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+TOOL = "simulate-research-query"
+# Generous: the tool's four stages take 4 s on an idle machine.
+DONE_WITHIN = 60.0
+
+
+async def _raw(client: Client, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """`method` sent by `client` as raw JSON-RPC (see the module's docstring)."""
+    answer: dict[str, Any] = await client.session._dispatcher.send_raw_request(method, params, {"timeout": 120})
+    return answer
+
+
+async def _create(client: Client, topic: str) -> str:
+    created = await _raw(client, "tools/call", {"name": TOOL, "arguments": {"topic": topic}, "task": {"ttl": 60000}})
+    task = created["task"]
+    assert task["status"] == "working", created
+    assert isinstance(task["taskId"], str) and len(task["taskId"]) >= 20, created  # the gateway's own, unguessable
+    return str(task["taskId"])
+
+
+async def _refused(client: Client, method: str, task_id: str) -> str:
+    with pytest.raises(MCPError) as refused:
+        await _raw(client, method, {"taskId": task_id})
+    assert refused.value.code == types.INVALID_PARAMS, refused.value
+    return refused.value.message
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+@pytest.mark.req("PDX-TASK-01")
+@pytest.mark.req("PDX-TASK-02")
+async def test_a_task_runs_through_the_gateway_and_each_client_sees_only_its_own(
+    tmp_path: Path, npm: dict[str, Path], mark: str
+) -> None:
+    config = write_config(tmp_path / "servers.json", {"everything": stdio("node", str(npm["everything"]), mark=mark)})
+    log = tmp_path / "gateway.log"
+    async with (
+        http_gateway(config, log) as url,
+        Client(url, mode="legacy", cache=None) as alice,
+        Client(url, mode="legacy", cache=None) as bob,
+    ):
+        assert alice.protocol_version == "2025-11-25"
+        # Declared, because the upstream runs task-augmented tool calls.
+        tasks = alice.server_capabilities.tasks
+        assert tasks is not None and tasks.requests is not None and tasks.requests.tools is not None, tasks
+        listed = {t.name: t for t in (await alice.list_tools()).tools}
+        assert TOOL in listed  # listed to a client whose protocol has tasks
+        await describe(alice, TOOL)
+        await describe(bob, TOOL)
+
+        # A plain call of it is refused with why, not "not found".
+        with pytest.raises(MCPError) as plain:
+            await alice.call_tool(TOOL, {"topic": "plain"})
+        assert plain.value.code == types.METHOD_NOT_FOUND and "runs only as a task" in plain.value.message, plain.value
+        assert "not found" not in plain.value.message.lower()
+
+        mine = await _create(alice, "gateways")
+        theirs = await _create(bob, "tasks")
+        assert mine != theirs
+
+        # Each client lists only its own task, though both live in the one upstream session.
+        assert [t["taskId"] for t in (await _raw(alice, "tasks/list", {}))["tasks"]] == [mine]
+        assert [t["taskId"] for t in (await _raw(bob, "tasks/list", {}))["tasks"]] == [theirs]
+        # Another client's task id is "not found", exactly like one never given: no get, result or cancel.
+        for method in ("tasks/get", "tasks/result", "tasks/cancel"):
+            message = await _refused(bob, method, mine)
+            assert message == (await _refused(bob, method, "never-given")).replace("never-given", mine)
+        status = await _raw(alice, "tasks/get", {"taskId": mine})
+        assert status["taskId"] == mine and status["status"] in ("working", "completed"), status
+
+        # Bob cancels his own while it runs; Alice's list never showed it, and still does not.
+        cancelled = await _raw(bob, "tasks/cancel", {"taskId": theirs})
+        assert cancelled["taskId"] == theirs and cancelled["status"] == "cancelled", cancelled
+        assert (await _raw(bob, "tasks/get", {"taskId": theirs}))["status"] == "cancelled"
+
+        # The result, once done, is the upstream's (its related-task names our id, never the upstream's).
+        with anyio.fail_after(DONE_WITHIN):
+            result = await _raw(alice, "tasks/result", {"taskId": mine})
+        report = types.CallToolResult.model_validate(result)
+        assert not report.is_error, result
+        text = "\n".join(b.text for b in report.content if isinstance(b, types.TextContent))
+        assert "# Research Report: gateways" in text, text
+        related = (result.get("_meta") or {}).get("io.modelcontextprotocol/related-task")
+        assert related is None or related["taskId"] == mine, result
+        assert (await _raw(alice, "tasks/get", {"taskId": mine}))["status"] == "completed"
+        assert theirs not in json.dumps(await _raw(alice, "tasks/list", {}))
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+@pytest.mark.req("PDX-TASK-03")
+async def test_a_client_without_tasks_is_told_why_a_task_only_tool_is_not_its(
+    tmp_path: Path, npm: dict[str, Path], mark: str
+) -> None:
+    config = write_config(tmp_path / "servers.json", {"everything": stdio("node", str(npm["everything"]), mark=mark)})
+    log = tmp_path / "gateway.log"
+    async with http_gateway(config, log, "--mode", "eager") as url, Client(url, cache=None) as modern:
+        assert modern.protocol_version == "2026-07-28"
+        names = {t.name for t in (await modern.list_tools()).tools}
+        assert "echo" in names and TOOL not in names  # not listed: this client cannot run it
+        with pytest.raises(MCPError) as refused:
+            await modern.call_tool(TOOL, {"topic": "x"})
+        message = refused.value.message
+        assert refused.value.code == types.METHOD_NOT_FOUND, refused.value
+        assert "runs only as a task" in message and "2026-07-28" in message, message
+        assert "not found" not in message.lower() and "not served" not in message.lower()
