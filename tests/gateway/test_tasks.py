@@ -18,9 +18,10 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from gateway.gwtest import describe, http_gateway, stdio, write_config
+from gateway.gwtest import describe, eventually, http_gateway, stdio, write_config
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp_pd.gateway._tasks import PER_CLIENT
 
 TOOL = "simulate-research-query"
 # Generous: the tool's four stages take 4 s on an idle machine.
@@ -127,3 +128,35 @@ async def test_a_client_without_tasks_is_told_why_a_task_only_tool_is_not_its(
         assert refused.value.code == types.METHOD_NOT_FOUND, refused.value
         assert "runs only as a task" in message and "2026-07-28" in message, message
         assert "not found" not in message.lower() and "not served" not in message.lower()
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+@pytest.mark.req("PDX-TASK-02")
+async def test_what_a_client_holds_is_bounded_and_let_go_when_it_leaves(
+    tmp_path: Path, npm: dict[str, Path], mark: str
+) -> None:
+    config = write_config(tmp_path / "servers.json", {"everything": stdio("node", str(npm["everything"]), mark=mark)})
+    log = tmp_path / "gateway.log"
+    async with (
+        http_gateway(config, log, "--mode", "eager", "--log-level", "INFO") as url,
+        Client(url, mode="legacy", cache=None) as keeper,
+    ):
+        kept = await _create(keeper, "kept")
+        async with Client(url, mode="legacy", cache=None) as greedy:
+            held = [await _create(greedy, f"topic {n}") for n in range(PER_CLIENT)]
+            with pytest.raises(MCPError) as refused:
+                await _create(greedy, "one more")
+            assert "Too many tasks held (64 for one client)" in refused.value.message, refused.value
+            # The bound is the greedy client's: another client still creates tasks.
+            other = await _create(keeper, "still mine")
+            assert {t["taskId"] for t in (await _raw(greedy, "tasks/list", {}))["tasks"]} == set(held)
+        # The greedy client has gone: its tasks are forgotten and cancelled upstream; the keeper's are untouched.
+        await eventually(lambda: _said(log, f"its {PER_CLIENT} task(s) are forgotten and cancelled upstream"))
+        assert {t["taskId"] for t in (await _raw(keeper, "tasks/list", {}))["tasks"]} == {kept, other}
+        for task_id in held[:3]:  # and nobody can reach them any more
+            await _refused(keeper, "tasks/get", task_id)
+
+
+async def _said(log: Path, text: str) -> bool:
+    return text in log.read_text()

@@ -42,6 +42,7 @@ from mcp_pd._sessions import ClientId
 from mcp_pd._uri import SelectionError, is_descriptions_uri, parse_selection
 
 from ._config import UpstreamConfig
+from ._names import Route
 from ._pool import Upstream, UpstreamPool
 from ._tasks import runs_tasks
 
@@ -51,6 +52,8 @@ __all__ = [
     "MEMORY_FILE",
     "InstructionsDelivery",
     "InstructionsMemory",
+    "compose",
+    "delivery",
     "fingerprint",
 ]
 
@@ -309,6 +312,32 @@ class InstructionsDelivery:
             return result.model_copy(update={"meta": {**(result.meta or {}), INSTRUCTIONS_META: owed}})
 
         return read
+
+
+def compose(pool: UpstreamPool, routes: Mapping[str, Route], texts: Mapping[str, str]) -> str:
+    """A gateway's instructions: which upstream serves which tools (`routes`: served name -> route), then the
+    upstreams' own `texts`."""
+    names = list(pool.upstreams)
+    parts = [f"This gateway serves the tools of {len(names)} MCP server(s): {', '.join(names)}."]
+    served: dict[str, list[str]] = {}
+    for name, route in routes.items():
+        served.setdefault(route.server, []).append(name)
+    lines = []
+    for name in names:  # which tools are whose: two instances of one server list the same tools
+        tools = served.get(name, [])
+        upstream = pool.upstreams[name]
+        label = upstream.config.label
+        shown = ", ".join(tools[:8]) + (f" and {len(tools) - 8} more" if len(tools) > 8 else "")
+        if not shown and upstream.state == "starting" and upstream.tools is None:
+            # A session keeps the text it was given at its start: say what happens next, which stays true.
+            shown = (
+                "was still starting when this was written (its tools are announced with tools/list_changed once it "
+                "is up, and its instructions come with the first description of its tools)"
+            )
+        lines.append(f"- {name}" + (f" ({label})" if label != name else "") + f": {shown or 'no tools yet'}")
+    parts.append("\n".join(lines))
+    parts.extend(f"## {name}\n{text}" for name, text in texts.items())
+    return "\n\n".join(parts)
 
 
 def _nobody(ctx: ServerRequestContext[Any, Any]) -> ClientId:

@@ -34,7 +34,7 @@ from mcp_pd._version import VERSION
 
 from ._bridge import handshake_era
 from ._content import ContentRouter
-from ._instructions import INSTRUCTIONS_WAIT, InstructionsDelivery, delivery
+from ._instructions import INSTRUCTIONS_WAIT, InstructionsDelivery, compose, delivery
 from ._names import Route, name_tools
 from ._pool import Upstream, UpstreamPool, UpstreamUnavailable
 from ._tasks import TASKS_PROTOCOL, TaskRouter, task_only
@@ -209,36 +209,16 @@ class Gateway:
 
     def instructions(self) -> str:
         """The gateway's instructions: which upstream serves which tools, then each upstream's own text as best
-        known now (live, else the export's or the one remembered from its last start: `_instructions.py`)."""
-        names = list(self.pool.upstreams)
-        parts = [f"This gateway serves the tools of {len(names)} MCP server(s): {', '.join(names)}."]
-        served: dict[str, list[str]] = {}
-        for name, route in self.routes.items():
-            served.setdefault(route.server, []).append(name)
-        lines = []
-        for name in names:  # which tools are whose: two instances of one server list the same tools
-            tools = served.get(name, [])
-            upstream = self.pool.upstreams[name]
-            label = upstream.config.label
-            shown = ", ".join(tools[:8]) + (f" and {len(tools) - 8} more" if len(tools) > 8 else "")
-            if not shown and upstream.state == "starting" and upstream.tools is None:
-                # A session keeps the text it was given at its start: say what happens next, which stays true.
-                shown = (
-                    "was still starting when this was written (its tools are announced with tools/list_changed "
-                    "once it is up, and its instructions come with the first description of its tools)"
-                )
-            lines.append(f"- {name}" + (f" ({label})" if label != name else "") + f": {shown or 'no tools yet'}")
-        parts.append("\n".join(lines))
+        known now (`_instructions.py`)."""
         if self.told is not None:
             texts = self.told.texts()
         else:
             known = {
-                n: self.pool.upstreams[n].instructions or self.cached.get(n, CachedServer(())).instructions
-                for n in names
+                n: u.instructions or self.cached.get(n, CachedServer(())).instructions
+                for n, u in self.pool.upstreams.items()
             }
             texts = {n: t.strip() for n, t in known.items() if t and t.strip()}
-        parts.extend(f"## {name}\n{text}" for name, text in texts.items())
-        return "\n\n".join(parts)
+        return compose(self.pool, self.routes, texts)
 
     # -- handlers ------------------------------------------------------------------------------------
     async def list_tools(

@@ -335,6 +335,8 @@ class TaskRouter:
         gone = [(task_id, task) for task_id, task in self.tasks.items() if task.owner == client]
         for task_id, _ in gone:
             del self.tasks[task_id]
+        if gone:
+            logger.info("a client left: its %d task(s) are forgotten and cancelled upstream", len(gone))
         if gone and self.pool.task_group is not None:
             self.pool.task_group.start_soon(self._cancel_all, [task for _, task in gone])
 
