@@ -12,16 +12,21 @@ no `tasks/*` methods: the requests below go through the real client's own dispat
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types as types
 import pytest
-from gateway.gwtest import describe, eventually, http_gateway, stdio, write_config
+from gateway.gwtest import MARK, describe, eventually, http_gateway, stdio, write_config
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_pd.gateway._tasks import PER_CLIENT
+from pdtest import _wait_for_port, free_port, stop_process
 
 TOOL = "simulate-research-query"
 # Generous: the tool's four stages take 4 s on an idle machine.
@@ -49,15 +54,38 @@ async def _refused(client: Client, method: str, task_id: str) -> str:
     return refused.value.message
 
 
+@contextmanager
+def _everything(npm: dict[str, Path], mark: str, transport: str, log: Path) -> Iterator[dict[str, Any]]:
+    """The config entry of the everything server: a stdio command, or a Streamable HTTP server on a free port."""
+    if transport == "stdio":
+        yield stdio("node", str(npm["everything"]), mark=mark)
+        return
+    port = free_port()
+    env = {**os.environ, MARK: mark, "PORT": str(port)}
+    with log.open("wb") as err:
+        proc = subprocess.Popen(["node", str(npm["everything"]), "streamableHttp"], stdout=err, stderr=err, env=env)
+        try:
+            _wait_for_port(port, proc)
+            yield {"url": f"http://localhost:{port}/mcp"}
+        finally:
+            stop_process(proc)
+
+
 @pytest.mark.anyio
 @pytest.mark.slow
 @pytest.mark.req("PDX-TASK-01")
 @pytest.mark.req("PDX-TASK-02")
+@pytest.mark.parametrize("upstream", ["stdio", "http"])
 async def test_a_task_runs_through_the_gateway_and_each_client_sees_only_its_own(
-    tmp_path: Path, npm: dict[str, Path], mark: str
+    tmp_path: Path, npm: dict[str, Path], mark: str, upstream: str
 ) -> None:
-    config = write_config(tmp_path / "servers.json", {"everything": stdio("node", str(npm["everything"]), mark=mark)})
     log = tmp_path / "gateway.log"
+    with _everything(npm, mark, upstream, tmp_path / "everything.log") as entry:
+        config = write_config(tmp_path / "servers.json", {"everything": entry})
+        await _two_clients(config, log)
+
+
+async def _two_clients(config: Path, log: Path) -> None:
     async with (
         http_gateway(config, log) as url,
         Client(url, mode="legacy", cache=None) as alice,
