@@ -18,6 +18,9 @@ Three ways, each covering what the one before cannot (spec/interpretations.md I-
    read (whose contents stay the one document the spec defines). Once per session and upstream; forgotten when the
    session ends. A request that belongs to no lasting session (2026-07-28 over HTTP without a token) is not
    tracked: it gets the current instructions from `server/discover` instead.
+
+The gateway's own text (which upstream serves which tools, then each upstream's instructions) is composed here too
+(`compose`).
 """
 
 from __future__ import annotations
@@ -168,6 +171,7 @@ class InstructionsDelivery:
         # client key -> {upstream: the text that client has of it}; dropped when the client's session ends.
         self._given: dict[str, dict[str, str]] = {}
         self._writing = False
+        self._dirty = False
         self._client: Callable[[ServerRequestContext[Any, Any]], ClientId] = _nobody
 
     # -- what is known of each upstream -------------------------------------------------------------
@@ -198,15 +202,18 @@ class InstructionsDelivery:
         """A pool listener: remember what an upstream said at this start (written off the event loop)."""
         if self.memory is None or upstream.key != upstream.name or upstream.tools is None:
             return
-        said = self.memory.remember(upstream.config, upstream.instructions, tasks=runs_tasks(upstream))
-        if said and not self._writing:
-            self._writing = True
-            try:
+        self._dirty |= self.memory.remember(upstream.config, upstream.instructions, tasks=runs_tasks(upstream))
+        if self._writing:
+            return  # the write under way goes round again for this one
+        self._writing = True
+        try:
+            while self._dirty:
+                self._dirty = False
                 await anyio.to_thread.run_sync(self.memory.write)
-            except OSError as exc:
-                logger.warning("could not remember upstream instructions in %s: %s", self.memory.path, exc)
-            finally:
-                self._writing = False
+        except OSError as exc:
+            logger.warning("could not remember upstream instructions in %s: %s", self.memory.path, exc)
+        finally:
+            self._writing = False
 
     # -- the handshake ---------------------------------------------------------------------------------
     async def settle(self) -> None:
