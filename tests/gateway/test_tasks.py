@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from gateway.gwtest import MARK, describe, eventually, http_gateway, stdio, write_config
+from gateway.gwtest import MARK, connect, describe, eventually, gateway_params, http_gateway, stdio, write_config
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_pd.gateway._tasks import PER_CLIENT
@@ -188,3 +188,28 @@ async def test_what_a_client_holds_is_bounded_and_let_go_when_it_leaves(
 
 async def _said(log: Path, text: str) -> bool:
     return text in log.read_text()
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+@pytest.mark.req("PDX-TASK-01")
+@pytest.mark.req("PDX-TASK-03")
+async def test_over_stdio_a_plain_call_is_told_why_and_a_task_call_runs(
+    tmp_path: Path, npm: dict[str, Path], mark: str
+) -> None:
+    # Over stdio the gateway's fast lane takes admitted plain calls: a task-only tool's must still be told why.
+    config = write_config(tmp_path / "servers.json", {"everything": stdio("node", str(npm["everything"]), mark=mark)})
+    async with connect(gateway_params("--config", str(config))) as client:
+        await describe(client, TOOL, "echo")
+        assert _texts(await client.call_tool("echo", {"message": "lane"})) == "Echo: lane"  # the lane is in use
+        with pytest.raises(MCPError) as plain:
+            await client.call_tool(TOOL, {"topic": "plain"})
+        assert plain.value.code == types.METHOD_NOT_FOUND and "runs only as a task" in plain.value.message
+        mine = await _create(client, "stdio")
+        with anyio.fail_after(DONE_WITHIN):
+            result = types.CallToolResult.model_validate(await _raw(client, "tasks/result", {"taskId": mine}))
+        assert "# Research Report: stdio" in _texts(result)
+
+
+def _texts(result: types.CallToolResult) -> str:
+    return "\n".join(b.text for b in result.content if isinstance(b, types.TextContent))
