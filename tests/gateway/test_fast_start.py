@@ -5,6 +5,10 @@ readiness file) must not hold up the handshake. By default the requests after it
 start, so the first listing is whole; with --serve-while-starting `tools/list` shows what is up (and what the cache
 holds), the late upstream's tools are announced with `tools/list_changed` when it has listed, and a name of its
 asked for meanwhile waits for it. Either way the gateway says on stderr what it starts and how long each took.
+
+Issue 41.3 and 41.4: the session that begins at once still receives every upstream's instructions (remembered, a
+bounded wait, or with the first description of its tools), and a subscribing 2026-07-28 client is acknowledged at
+once while an upstream takes 5 s.
 """
 
 from __future__ import annotations
