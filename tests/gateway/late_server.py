@@ -3,12 +3,16 @@ appears, then serves one tool over stdio. Used as a real subprocess by tests/gat
 
 python late_server.py READY_FILE [STARTED_FILE]
 
+`LATE_SERVER_NAME` in the environment (default `late`) names the server, its tool (`<name>_echo`) and its
+instructions (`instructions_of`), so that a test can run several of them side by side.
+
 STARTED_FILE, when given, is written as soon as the process runs (the test then knows it is waiting). Without
 READY_FILE within 120 s it exits with an error, so a forgotten test cannot leave it waiting.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -20,8 +24,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
+NAME = os.environ.get("LATE_SERVER_NAME", "late")
 TOOL = types.Tool(
-    name="late_echo",
+    name=f"{NAME}_echo",
     description="Echo a text back, from the upstream that started late.",
     input_schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
     annotations=types.ToolAnnotations(read_only_hint=True),
@@ -30,17 +35,24 @@ TOOL = types.Tool(
 INSTRUCTIONS = "Started late, when the test said so."
 
 
+def instructions_of(name: str) -> str:
+    """The instructions of the server named `name`."""
+    return INSTRUCTIONS if name == "late" else f"{INSTRUCTIONS} This is '{name}': call {name}_echo to hear from it."
+
+
 async def list_tools(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
     return types.ListToolsResult(tools=[TOOL])
 
 
 async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams) -> types.CallToolResult:
     text = str((params.arguments or {}).get("text", ""))
-    return types.CallToolResult(content=[types.TextContent(type="text", text=f"late: {text}")])
+    return types.CallToolResult(content=[types.TextContent(type="text", text=f"{NAME}: {text}")])
 
 
 async def serve() -> None:
-    server: Server[Any] = Server("late", instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+    server: Server[Any] = Server(
+        NAME, instructions=instructions_of(NAME), on_list_tools=list_tools, on_call_tool=call_tool
+    )
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 

@@ -98,8 +98,8 @@ async def test_the_live_gateway_keeps_task_support_as_export_does(
             for t in (await client.list_tools()).tools
             if t.execution is not None
         }
-        # A task-only tool is left out: the gateway carries no task-augmented calls (issue 34); the rest keep theirs.
-        assert listed == {name: e for name, e in direct.items() if e != {"taskSupport": "required"}}
+        # A task-only tool too: the gateway carries task-augmented calls for this 2025-11-25 client (issue 41.5).
+        assert listed == direct
         if mode == "progressive":
             described = await describe(client, "echo")
             assert described["echo"]["execution"] == direct["echo"]

@@ -5,6 +5,10 @@ readiness file) must not hold up the handshake. By default the requests after it
 start, so the first listing is whole; with --serve-while-starting `tools/list` shows what is up (and what the cache
 holds), the late upstream's tools are announced with `tools/list_changed` when it has listed, and a name of its
 asked for meanwhile waits for it. Either way the gateway says on stderr what it starts and how long each took.
+
+Issue 41.3 and 41.4: the session that begins at once still receives every upstream's instructions (remembered, a
+bounded wait, or with the first description of its tools), and a subscribing 2026-07-28 client is acknowledged at
+once while an upstream takes 5 s.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ import anyio
 import mcp_types as types
 import pytest
 from gateway.gwtest import PLAIN, describe, eventually, gateway_params, http_gateway, stdio, write_config
-from gateway.late_server import INSTRUCTIONS
+from gateway.late_server import INSTRUCTIONS, instructions_of
 from mcp import Client
 from mcp.client.stdio import stdio_client
+from mcp.client.subscriptions import ToolsListChanged
 
 LATE = Path(__file__).resolve().parent / "late_server.py"
 # The issue's bound: hosts with a short connect timeout give up on a slower first answer.
@@ -63,27 +68,40 @@ class Heard:
 
 
 @asynccontextmanager
-async def _stdio_gateway(config: Path, log: Path, *extra: str, **options: Any) -> AsyncIterator[Client]:
-    """A client of `mcp-pd proxy --config CONFIG` over stdio (stderr to `log`), once `initialize` is answered, which
-    must be within the issue's bound of the gateway saying what it starts (it serves right after; what comes before
-    is the interpreter's own start-up). Bounded as a whole: a gateway that waits for its upstreams before answering
-    never gets past `initialize`."""
+async def _stdio_gateway(
+    config: Path, log: Path, *extra: str, env: dict[str, str] | None = None, mode: str = "legacy", **options: Any
+) -> AsyncIterator[Client]:
+    """A client of `mcp-pd proxy --config CONFIG` over stdio (stderr to `log`; `env` added to the gateway's), once
+    it has connected (`initialize`, or a 2026-07-28 client's `server/discover`), which must be within the issue's
+    bound of the gateway saying what it starts (it serves right after; what comes before is the interpreter's own
+    start-up). Bounded as a whole: a gateway that waits for its upstreams before answering never gets past it."""
     seen: dict[str, float] = {}
-
-    async def watch_log() -> None:
-        while "starting" not in seen and "answered" not in seen:
-            if "mcp-pd proxy: starting " in log.read_text():
-                seen["starting"] = time.monotonic()
-            await anyio.sleep(0.02)
-
+    params = gateway_params("--config", str(config), *extra)
+    if env:
+        params = params.model_copy(update={"env": {**(params.env or {}), **env}})
     with log.open("w") as errlog, anyio.fail_after(WHOLE):
         async with anyio.create_task_group() as watcher:
-            watcher.start_soon(watch_log)
-            transport = stdio_client(gateway_params("--config", str(config), *extra), errlog=errlog)
-            async with Client(transport, mode="legacy", cache=None, **options) as client:
+            watcher.start_soon(_watch_start, log, seen)
+            async with Client(stdio_client(params, errlog=errlog), mode=mode, cache=None, **options) as client:
                 answered = seen["answered"] = time.monotonic()
                 assert answered - seen.get("starting", answered) < FIRST_ANSWER, seen
                 yield client
+
+
+async def _watch_start(log: Path, seen: dict[str, float]) -> None:
+    """Note in `seen` when the gateway said what it starts (unless the client was answered first)."""
+    while "starting" not in seen and "answered" not in seen:
+        if "mcp-pd proxy: starting " in log.read_text():
+            seen["starting"] = time.monotonic()
+        await anyio.sleep(0.02)
+
+
+async def _ready_after(log: Path, ready: Path, delay: float) -> None:
+    """Let a late upstream answer `delay` seconds after the gateway said it starts its upstreams."""
+    seen: dict[str, float] = {}
+    await _watch_start(log, seen)
+    await anyio.sleep(delay)
+    ready.touch()
 
 
 @pytest.mark.anyio
@@ -134,7 +152,7 @@ async def test_stdio_served_while_starting_lists_what_is_up_and_announces_the_re
 
         async def describe_late() -> None:
             result = await client.call_tool("describe_tools", {"tools": ["late_echo"]})
-            described.update(json.loads(_text(result)))
+            described.update(result.structured_content or {})  # the document (instructions may follow it)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(describe_late)
@@ -179,7 +197,9 @@ async def test_http_serves_the_cache_at_once_and_a_call_waits_for_its_upstream(t
             assert not ready.exists()
             # The cached upstream's own instructions at once; the late one is named, starting.
             assert "## plain\nA plain SDK server used in tests." in (client.instructions or "")
-            assert "- late: starting" in (client.instructions or "") and "## late" not in (client.instructions or "")
+            assert "- late: was still starting when this was written" in (
+                client.instructions or ""
+            ) and "## late" not in (client.instructions or "")
             listed = _names(await client.list_tools())
             assert "echo" in listed and "late_echo" not in listed  # the cache's entries, at once
             assert _text(await client.call_tool("echo", {"text": "cached"})) == "cached"  # plain starts on its call
@@ -253,3 +273,96 @@ def _matches(pattern: str, text: str) -> bool:
     import re
 
     return re.search(pattern, text) is not None
+
+
+# Issue 41.3: the upstreams of the issue, nearly up (0.5 s) and slow (3 s), by the clock of the gateway's start.
+QUICK, SLOW = 0.5, 3.0
+
+
+def _late(tmp_path: Path, name: str, mark: str) -> tuple[dict[str, Any], Path]:
+    ready = tmp_path / f"{name}.ready"
+    return stdio(sys.executable, str(LATE), str(ready), mark=mark, env={"LATE_SERVER_NAME": name}), ready
+
+
+def _blocks(result: types.CallToolResult) -> list[str]:
+    return [b.text for b in result.content if isinstance(b, types.TextContent)]
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+@pytest.mark.req("PDX-INSTR-02")
+@pytest.mark.req("PDX-INSTR-03")
+async def test_the_first_session_receives_every_upstreams_instructions(tmp_path: Path, mark: str) -> None:
+    quick, quick_ready = _late(tmp_path, "quick", mark)
+    slow, slow_ready = _late(tmp_path, "slow", mark)
+    config = write_config(tmp_path / "servers.json", {"quick": quick, "slow": slow})
+    env = {"MCP_PD_CACHE_DIR": str(tmp_path / "user-cache")}  # nothing remembered: the gateway's first start
+    log = tmp_path / "gateway.log"
+    log.write_text("")
+    async with anyio.create_task_group() as upstreams:
+        upstreams.start_soon(_ready_after, log, quick_ready, QUICK)
+        upstreams.start_soon(_ready_after, log, slow_ready, SLOW)
+        async with _stdio_gateway(config, log, env=env) as client:  # answered within FIRST_ANSWER: not after 3 s
+            at_start = client.instructions or ""
+            assert not slow_ready.exists()  # so the slow upstream was not up when the session began
+            assert "## slow" not in at_start
+            assert "- slow: was still starting when this was written" in at_start, at_start
+            # The one nearly up is waited for (bounded), so its instructions are the session's from the start; if a
+            # loaded machine made it miss the wait, they must come with its first description below instead.
+            quick_at_start = f"## quick\n{instructions_of('quick')}" in at_start
+
+            # The slow upstream's instructions come with the first description of its tools, once.
+            first = _blocks(await client.call_tool("describe_tools", {"tools": ["slow_echo", "quick_echo"]}))
+            assert "inputSchema" in json.loads(first[0])["slow_echo"]  # the document itself is unchanged
+            told = "\n".join(first[1:])
+            assert "Instructions of the MCP server 'slow'" in told and instructions_of("slow") in told, first
+            assert (instructions_of("quick") in told) is not quick_at_start, (quick_at_start, first)
+            again = _blocks(await client.call_tool("describe_tools", {"tools": ["slow_echo"]}))
+            assert len(again) == 1, again  # given once per session
+            assert _text(await client.call_tool("slow_echo", {"text": "hi"})) == "slow: hi"
+
+    # The next start remembers both: the session that begins before either is up has them at once.
+    quick_ready.unlink()
+    slow_ready.unlink()
+    log.write_text("")
+    async with anyio.create_task_group() as upstreams:
+        upstreams.start_soon(_ready_after, log, quick_ready, QUICK)
+        upstreams.start_soon(_ready_after, log, slow_ready, SLOW)
+        async with _stdio_gateway(config, log, env=env) as client:
+            assert not slow_ready.exists()
+            at_start = client.instructions or ""
+            for name in ("quick", "slow"):
+                assert f"## {name}\n{instructions_of(name)}" in at_start, at_start
+            # Already given: the description carries the document alone.
+            assert len(_blocks(await client.call_tool("describe_tools", {"tools": ["slow_echo"]}))) == 1
+    memory = json.loads((tmp_path / "user-cache" / "gateway-instructions.json").read_text())
+    assert mark not in json.dumps(memory)  # keyed by a digest: the config entry's env never reaches the file
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+@pytest.mark.req("PDX-START-02")
+async def test_a_subscribing_2026_client_connects_while_an_upstream_takes_5_s(tmp_path: Path, mark: str) -> None:
+    late, ready = _late(tmp_path, "late", mark)
+    config = write_config(
+        tmp_path / "servers.json", {"plain": stdio(sys.executable, str(PLAIN), mark=mark), "late": late}
+    )
+    log = tmp_path / "gateway.log"
+    log.write_text("")
+    seen: dict[str, float] = {}
+    async with anyio.create_task_group() as upstreams:
+        upstreams.start_soon(_ready_after, log, ready, 5.0)
+        upstreams.start_soon(_watch_start, log, seen)
+        async with _stdio_gateway(config, log, mode="auto") as client:
+            assert client.protocol_version == "2026-07-28", client.protocol_version
+            async with client.listen(tools_list_changed=True) as events:
+                subscribed = time.monotonic() - seen["starting"]
+                assert subscribed < FIRST_ANSWER, f"subscribed {subscribed:.1f} s after the start"
+                assert not ready.exists()  # the late upstream is not up yet
+                # Registered: the late upstream's tools are announced on the stream once it has listed.
+                with anyio.fail_after(SPAWN):
+                    async for event in events:
+                        if isinstance(event, ToolsListChanged):
+                            break
+                assert ready.exists()
+            assert {"late_echo", "echo"} <= _names(await client.list_tools())

@@ -171,8 +171,8 @@ async def test_a_pasted_cursor_file_starts_says_what_it_skipped_and_serves_the_r
         async with Client(transport, mode="legacy", cache=None, **peer.options()) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert {"create_entities", "list_allowed_directories", "echo", "get-env"} <= names
-            # Everything has a tool that runs only as a task: the gateway cannot carry that call, so not listed.
-            assert "simulate-research-query" not in names
+            # Everything has a tool that runs only as a task: carried for this 2025-11-25 client (issue 41.5).
+            assert "simulate-research-query" in names
             env = _text(await client.call_tool("get-env", {}))
             assert "s3cret-from-the-environment" in env  # ${env:...} filled from the gateway's environment
             folders = _text(await client.call_tool("list_allowed_directories", {}))
@@ -184,7 +184,7 @@ async def test_a_pasted_cursor_file_starts_says_what_it_skipped_and_serves_the_r
     assert "server 'linear' skipped: uses the SSE transport" in said
     assert "server 'github' skipped: uses ${input:github-token}" in said
     assert "'old'" not in said  # switched off by its owner: nothing to say
-    assert "simulate-research-query left out of the listing" in said
+    assert "simulate-research-query runs only as a task: listed to clients on MCP 2025-11-25" in said
     assert "starting 3 upstream(s): memory, filesystem, everything" in said  # what the wait is for
     assert re.search(r"3 upstream\(s\), 3 running \(ready after ", said) and all(
         re.search(rf"\b{name} \d+\.\d s", said) for name in ("memory", "filesystem", "everything")

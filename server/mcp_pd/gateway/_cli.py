@@ -20,6 +20,7 @@ from mcp_pd._http_flags import HttpSettings, http_flags, http_settings
 
 from ._config import ConfigError, UpstreamConfig, check_upstreams, one_off_stdio, one_off_url, read_host_config
 from ._export import load_cache, write_export
+from ._instructions import INSTRUCTIONS_WAIT
 from ._pool import Upstream, UpstreamPool
 
 if TYPE_CHECKING:
@@ -95,6 +96,20 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="answer every request at once while upstreams start: tools/list shows the ones up (and --cache), the "
         "rest are announced with tools/list_changed (default: only initialize is answered at once, the rest wait)",
+    )
+    proxy.add_argument(
+        "--instructions-wait",
+        type=float,
+        default=INSTRUCTIONS_WAIT,
+        metavar="SECONDS",
+        help="how long initialize may wait, counted from the start, for upstreams whose instructions are not known "
+        f"yet (default {INSTRUCTIONS_WAIT:g}; 0: never); the rest come with the first description of their tools",
+    )
+    proxy.add_argument(
+        "--no-instructions-memory",
+        action="store_true",
+        help="do not remember what each upstream's instructions said at its last start (kept by default in the user's "
+        "cache directory, $MCP_PD_CACHE_DIR or ~/.cache/mcp-pd, so a session that begins before it is up has them)",
     )
     proxy.add_argument("--call-timeout", type=float, default=300.0, help="seconds per upstream call (default 300)")
     proxy.add_argument("--fetch-rate", type=float, default=10.0, help="resource reads per second per session (0: off)")
@@ -213,6 +228,8 @@ async def _serve(
         mode=args.mode,
         cached=cached,
         while_starting=args.serve_while_starting,
+        remember_instructions=not args.no_instructions_memory,
+        instructions_wait=args.instructions_wait,
         list_annotations=args.list_annotations,
         fetch_rate=RateLimit(args.fetch_rate, args.fetch_burst) if args.fetch_rate > 0 else None,
         **({"redis": args.redis, "redis_prefix": args.redis_prefix} if args.redis else {}),

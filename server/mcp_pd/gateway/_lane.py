@@ -94,6 +94,9 @@ class StdioLane:
         if call is None:
             return False
         request_id, name, arguments, meta = call
+        tasks = self.gateway.tasks
+        if tasks is not None and name in tasks.required():
+            return False  # a task-only tool called plainly: the SDK path says why it does not run
         if not await self.pd.admits(self.caller, name):
             return False
         key: Key = (type(request_id), request_id)

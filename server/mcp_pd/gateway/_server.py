@@ -2,8 +2,8 @@
 
 Progressive disclosure is then installed on it exactly as on any server (`build_gateway` is the one place that
 constructs it): describe-before-call is enforced here, per client session, while the upstream sessions are shared.
-A tool that runs only as a task (`execution.taskSupport: "required"`) is left out of the listing with a note: the
-gateway does not carry task-augmented calls, so no client could run it.
+Task-augmented calls are carried for the clients whose protocol has them (`_tasks.py`); what each upstream tells
+its clients reaches the sessions that began before it was up (`_instructions.py`).
 
 The gateway answers `initialize` while its upstreams start. By default every other request then waits for the
 upstreams still on their first start (bounded by the start timeout), so the first listing is whole. Served while
@@ -34,8 +34,10 @@ from mcp_pd._version import VERSION
 
 from ._bridge import handshake_era
 from ._content import ContentRouter
+from ._instructions import INSTRUCTIONS_WAIT, InstructionsDelivery, compose, delivery
 from ._names import Route, name_tools
 from ._pool import Upstream, UpstreamPool, UpstreamUnavailable
+from ._tasks import TASKS_PROTOCOL, TaskRouter, task_only
 
 __all__ = [
     "UPSTREAM_FIELDS",
@@ -52,7 +54,9 @@ logger = logging.getLogger("mcp_pd.gateway")
 UPSTREAM_UNAVAILABLE = ErrorCode.UPSTREAM_UNAVAILABLE.value
 _RESERVED_META = "io.modelcontextprotocol/"
 # What waits for the upstreams' first start unless served while starting: every request but the handshake's own
-# (`initialize` is the runner's, `server/discover` and `ping` are answered at once).
+# (`initialize` is the runner's, `server/discover` and `ping` are answered at once) and `subscriptions/listen`,
+# which only registers a 2026-07-28 client for announcements: it is acknowledged at once, and the upstreams that
+# list later are announced on it like any change (PDX-START-02).
 _GATED: Final = (
     "tools/list",
     "tools/call",
@@ -65,7 +69,6 @@ _GATED: Final = (
     "prompts/get",
     "completion/complete",
     "logging/setLevel",
-    "subscriptions/listen",
 )
 
 
@@ -129,8 +132,10 @@ class Gateway:
         self.routes: dict[str, Route] = {}
         self.listing: list[types.Tool] = []
         self.name_notes: tuple[str, ...] = ()  # tools served under another name than usual, and why (`_names`)
-        self.task_notes: tuple[str, ...] = ()  # tools left out because only a task-augmented call runs them
+        self.task_notes: tuple[str, ...] = ()  # tools that only a task-augmented call runs (`_tasks.py`)
         self.pd: ProgressiveDisclosure | None = None
+        self.told: InstructionsDelivery | None = None  # what each upstream tells clients, and who has received it
+        self.tasks: TaskRouter | None = None  # task-augmented calls and the tasks they created, per client
         # What upstreams ask of clients (roots, sampling, elicitation, logs), and their resources and prompts.
         self.bridge = pool.bridge
         self.content = ContentRouter(pool, self.bridge)
@@ -146,17 +151,16 @@ class Gateway:
         notes = []
         for name, upstream in self.pool.upstreams.items():
             tools = upstream.tools if upstream.tools is not None else self.cached.get(name, CachedServer(())).tools
-            # The gateway does not carry task-augmented calls (it declares no `tasks` capability), and such a tool
-            # refuses any other call: listed, it would be a tool no client can run.
-            required = [t.name for t in tools if t.execution is not None and t.execution.task_support == "required"]
-            if required:
+            required = [t.name for t in tools if task_only(t)]
+            if required:  # carried (`_tasks.py`), but not for every client: the operator page says so
+                runs = "runs" if len(required) == 1 else "run"
                 notes.append(
-                    f"upstream '{name}': {', '.join(required)} left out of the listing: "
-                    "it runs only as a task, and the gateway does not carry task-augmented calls"
+                    f"upstream '{name}': {', '.join(required)} {runs} only as a task: listed to clients on MCP "
+                    f"{TASKS_PROTOCOL}, which call it task-augmented; clients of other protocol versions are told "
+                    "why they cannot run it"
                 )
-                tools = tuple(t for t in tools if t.name not in required)
             sources[name] = tools
-        for note in notes:  # each once while it holds
+        for note in notes:  # each once while it holds: some clients cannot run these tools
             if note not in self.task_notes:
                 logger.warning("%s", note)
         self.task_notes = tuple(notes)
@@ -204,27 +208,17 @@ class Gateway:
         await self.pd.announcer.announce(changed)
 
     def instructions(self) -> str:
-        names = list(self.pool.upstreams)
-        parts = [f"This gateway serves the tools of {len(names)} MCP server(s): {', '.join(names)}."]
-        served: dict[str, list[str]] = {}
-        for name, route in self.routes.items():
-            served.setdefault(route.server, []).append(name)
-        lines = []
-        for name in names:  # which tools are whose: two instances of one server list the same tools
-            tools = served.get(name, [])
-            upstream = self.pool.upstreams[name]
-            label = upstream.config.label
-            shown = ", ".join(tools[:8]) + (f" and {len(tools) - 8} more" if len(tools) > 8 else "")
-            if not shown:
-                starting = upstream.state == "starting" and upstream.tools is None
-                shown = "starting (its tools join once it is up)" if starting else ""
-            lines.append(f"- {name}" + (f" ({label})" if label != name else "") + f": {shown or 'no tools yet'}")
-        parts.append("\n".join(lines))
-        for name, upstream in self.pool.upstreams.items():
-            text = upstream.instructions or self.cached.get(name, CachedServer(())).instructions
-            if text and text.strip():
-                parts.append(f"## {name}\n{text.strip()}")
-        return "\n\n".join(parts)
+        """The gateway's instructions: which upstream serves which tools, then each upstream's own text as best
+        known now (`_instructions.py`)."""
+        if self.told is not None:
+            texts = self.told.texts()
+        else:
+            known = {
+                n: u.instructions or self.cached.get(n, CachedServer(())).instructions
+                for n, u in self.pool.upstreams.items()
+            }
+            texts = {n: t.strip() for n, t in known.items() if t and t.strip()}
+        return compose(self.pool, self.routes, texts)
 
     # -- handlers ------------------------------------------------------------------------------------
     async def list_tools(
@@ -243,6 +237,8 @@ class Gateway:
     ) -> types.CallToolResult | types.InputRequiredResult:
         for observe in self.call_observers:
             observe(ctx, params.name)
+        if self.tasks is not None and self.tasks.asked() is None and params.name in self.tasks.required():
+            raise self.tasks.refusal(params.name, ctx)  # a plain call of a task-only tool: say why, not "not found"
         meta = forwarded_meta(cast(Mapping[str, Any] | None, params.meta))
         route = self.routes.get(params.name)
         if route is None:
@@ -301,6 +297,8 @@ class Gateway:
         refused = await self._still_admitted(name, upstream, admitted)
         if refused is not None:
             return refused
+        if self.tasks is not None and self.tasks.asked() is not None:  # a task-augmented call (`_tasks.py`)
+            return await self.outcome(name, self.tasks.create(upstream, tool, arguments, meta), upstream.name)
         return await self.outcome(name, upstream.call(tool, arguments, meta=meta, progress=progress), upstream.name)
 
     # -- the cache: served until an upstream starts, then the live definition decides --------------------------
@@ -397,12 +395,16 @@ def build_gateway(
     cached: Mapping[str, CachedServer] | None = None,
     name: str = "mcp-pd-gateway",
     while_starting: bool = False,
+    remember_instructions: bool = False,
+    instructions_wait: float = INSTRUCTIONS_WAIT,
     **options: Any,
 ) -> tuple[Server[Any], ProgressiveDisclosure, Gateway]:
     """The gateway server with progressive disclosure installed (`options` go to ProgressiveDisclosure).
 
     Upstreams may still be starting: each joins the listing and the instructions once it has listed. Requests other
     than the handshake wait for their first start unless `while_starting` (then they are answered with what is up).
+    The handshake waits up to `instructions_wait` seconds for upstreams whose instructions are unknown; with
+    `remember_instructions`, what each upstream said at its last start counts as known (`_instructions.py`).
     """
     # The gateway's own tools in this mode: an upstream tool of the same name is served namespaced.
     if mode == "catalog":
@@ -412,6 +414,20 @@ def build_gateway(
     else:
         reserved = frozenset()
     gateway = Gateway(pool, cached=cached, reserved=reserved, categories=mode == "catalog")
+    told = gateway.told = delivery(
+        pool,
+        cached={n: c.instructions for n, c in (cached or {}).items()},
+        routes=lambda served: route.server if (route := gateway.routes.get(served)) is not None else None,
+        remember=remember_instructions,
+        wait=instructions_wait,
+    )
+    gateway.tasks = TaskRouter(
+        pool,
+        listing=lambda: gateway.listing,
+        cached=lambda: [t for n, c in (cached or {}).items() if pool.upstreams[n].tools is None for t in c.tools],
+        results=gateway.content.tool_result,
+        remembered=told.tasks,
+    )
     content, bridge = gateway.content, gateway.bridge
     with handshake_era():  # a gateway carries the roots and logging its clients and upstreams use
         server: Server[Any] = Server(
@@ -450,9 +466,22 @@ def build_gateway(
         # text is the "author's" part of what the extension advertises.
         pd.advertiser.set_author_instructions(gateway.instructions())
 
+    pool.listeners.append(told.upstream_listed)
     pool.listeners.append(instructions_changed)
+    pd.advertiser.set_author_instructions(gateway.instructions())  # with what is remembered
     if not while_starting:
         _gate(server, pool)
+    # Outside the gate: a description the gate held answers with the instructions as they are once it ran.
+    told.install(
+        server,
+        pd.sessions.client,
+        describe_tool=pd.disclosure.describe_tool,
+        resource_uri=pd.disclosure.resource_uri,
+        max_tools=pd.max_tools_per_read,
+    )
+    pd.sessions.listeners.append(told.left)
+    gateway.tasks.install(server, pd.sessions.client)  # inside the handshake's wait: `tasks` as known after it
+    pd.sessions.listeners.append(gateway.tasks.left)
     return server, pd, gateway
 
 
