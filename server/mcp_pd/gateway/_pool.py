@@ -34,6 +34,8 @@ from mcp_pd import __version__
 
 from ._bridge import ClientBridge
 from ._config import UpstreamConfig
+from ._lines import MAX_LINE
+from ._sse import SSE_HINT, sse_endpoint
 from ._failures import UpstreamUnavailable, call_failure, explain, session_forgotten, went_away
 from ._process import OnAnswer, Pending, StdioProcess, Watchdog
 from ._progressive import ProgressiveUpstream, progressive_settings
@@ -78,6 +80,8 @@ class Upstream:
         self._recycle = anyio.Event()
         self._recycle_reason = ""
         self._reinit = False
+        self._filter_note = ""  # what the config's tool filter last left out, said once while it holds
+        self.permanent = False  # its last failure will recur whatever the retries (an SSE endpoint as `url`)
 
     @property
     def name(self) -> str:
@@ -105,6 +109,8 @@ class Upstream:
                 return session
             if self.state == "closed" or self.pool.closing:
                 raise UpstreamUnavailable(self.name, "is shut down (the gateway is stopping)")
+            if self.state == "failed" and self.permanent:
+                raise UpstreamUnavailable(self.name, f"is unavailable: {self.reason}")
             if self.state == "failed":
                 wait = max(0.0, self.retry_at - time.monotonic())
                 raise UpstreamUnavailable(
@@ -150,6 +156,12 @@ class Upstream:
             if reinit:
                 logger.info("upstream %r: %s; opening a new session", self.name, reason)
                 continue
+            if self.permanent:  # retrying cannot help: wait for the config to change (it stops or restarts this)
+                self.reason, self.state, self.retry_at = reason, "failed", math.inf
+                self._attempt.set()
+                logger.warning("upstream %r %s", self.name, reason)
+                await _first_of(self.pool.closed, self.removed)
+                break
             self.failures = 1 if up_for >= STABLE_AFTER else self.failures + 1
             delay = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (self.failures - 1))
             self.reason, self.state = reason, "failed"
@@ -176,7 +188,9 @@ class Upstream:
                 async with contextlib.AsyncExitStack() as stack:
                     config = self.config
                     if config.command is not None:
-                        process = self.process = StdioProcess(config, self.pool.watchdog, errlog=self.pool.errlog)
+                        process = self.process = StdioProcess(
+                            config, self.pool.watchdog, errlog=self.pool.errlog, max_line=config.max_message or MAX_LINE
+                        )
                         transport: Any = process
                     else:
                         assert config.url is not None
@@ -205,6 +219,12 @@ class Upstream:
             reason = f"did not complete the MCP handshake and tools/list within {self.pool.start_timeout:g} s"
         except Exception as exc:
             reason = f"failed to start: {explain(exc)}" if ready_at is None else explain(exc)
+            if ready_at is None and self.config.url is not None:
+                # A URL that is really an SSE endpoint fails the same way every time: say what it is, and stop.
+                sse = await sse_endpoint(self.config.url, self.config.headers)
+                if sse is not None:
+                    reason = f"failed to start: {self.config.url} looks like an SSE endpoint ({sse}); {SSE_HINT}"
+                    self.permanent = True
         if process is not None and ready_at is None:
             with anyio.move_on_after(1.0):
                 await process.exited.wait()
@@ -242,10 +262,23 @@ class Upstream:
             cursor = page.next_cursor
             if not cursor:
                 break
+        tools = self._filtered(tools)
         if self._pd is None:
             return tuple(tools)
         listed, self.definitions = await self._pd.listing(session, tools)
         return listed
+
+    def _filtered(self, tools: list[types.Tool]) -> list[types.Tool]:
+        """The listing without the tools the host's config excludes (`_filters.py`): dropped here, before anything
+        else sees them, so they are never listed, described, searched, exported or routed."""
+        chosen = self.config.tools
+        if not chosen:
+            return tools
+        note = chosen.report(self.name, tools)
+        if note != self._filter_note and self.key == self.name:
+            self._filter_note = note
+            logger.warning("%s", note)
+        return list(chosen.apply(tools)[0])
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification) and self.pool.task_group is not None:
