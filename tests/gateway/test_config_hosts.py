@@ -230,5 +230,7 @@ def test_a_file_no_host_writes_says_which_formats_were_expected(tmp_path: Path) 
         ConfigError, match=r"no server list found: expected \"mcpServers\" \(Claude Desktop.*Zed.*Codex"
     ):
         _read(tmp_path, '{"theme": "dark", "servers_": {}}')
-    with pytest.raises(ConfigError, match=r"read as TOML .Codex CLI's config\.toml., but it has no .mcp_servers\.NAME."):
+    with pytest.raises(
+        ConfigError, match=r"read as TOML .Codex CLI's config\.toml., but it has no .mcp_servers\.NAME."
+    ):
         _read(tmp_path, 'model = "x"\n', "config.toml")

@@ -21,7 +21,6 @@ overrides it. Knows nothing about processes or the SDK.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -445,8 +444,7 @@ def load_config(path: str | Path, *, workspace_folder: str | Path | None = None)
     (`read_host_config`, which the gateway uses, skips it with why and serves the rest)."""
     host = read_host_config(path, workspace_folder=workspace_folder)
     if host.malformed:
-        name, why = host.malformed[0]
-        raise ConfigError(f"{path}: {why}")
+        raise ConfigError(f"{path}: {host.malformed[0][1]}")
     return host.upstreams
 
 

@@ -222,7 +222,8 @@ def _gemini(entry: dict[str, Any]) -> dict[str, Any]:
 def _gemini_lists(data: Mapping[str, Any], entries: dict[str, dict[str, Any] | Skip]) -> None:
     """Gemini CLI's server lists: `mcp.allowed` / `mcp.excluded` (older: `allowMCPServers` / `excludeMCPServers`).
     A server they keep out is skipped, never served."""
-    mcp = data.get("mcp") if isinstance(data.get("mcp"), dict) else {}
+    found = data.get("mcp")
+    mcp: Mapping[str, Any] = found if isinstance(found, dict) else {}
     allowed = mcp.get("allowed", data.get("allowMCPServers"))
     excluded = mcp.get("excluded", data.get("excludeMCPServers"))
     for name in entries:

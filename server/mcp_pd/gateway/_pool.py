@@ -34,11 +34,11 @@ from mcp_pd import __version__
 
 from ._bridge import ClientBridge
 from ._config import UpstreamConfig
-from ._lines import MAX_LINE
-from ._sse import SSE_HINT, sse_endpoint
 from ._failures import UpstreamUnavailable, call_failure, explain, session_forgotten, went_away
+from ._lines import MAX_LINE
 from ._process import OnAnswer, Pending, StdioProcess, Watchdog
 from ._progressive import ProgressiveUpstream, progressive_settings
+from ._sse import SSE_HINT, sse_endpoint
 
 __all__ = ["Upstream", "UpstreamPool", "UpstreamUnavailable"]  # UpstreamUnavailable: re-exported from _failures
 
