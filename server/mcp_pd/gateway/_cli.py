@@ -171,10 +171,16 @@ def _configs(args: argparse.Namespace) -> tuple[list[UpstreamConfig], list[str],
     return configs, skipped, read
 
 
-async def _stop_on_signal(scope: anyio.CancelScope, pool: UpstreamPool) -> None:
+async def _stop_on_signal(scope: anyio.CancelScope, pool: UpstreamPool, web: _Web) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         async for received in signals:
             logger.info("received %s: stopping the upstreams", signal.Signals(received).name)
+            if web.server is not None:
+                # uvicorn heard the signal too and is shutting down: let it finish (cancelled midway, it printed a
+                # CancelledError traceback for its lifespan task), then stop the upstreams under it.
+                web.server.should_exit = True
+                with anyio.move_on_after(5):
+                    await web.done.wait()
             await pool.aclose()
             pool.watchdog.close()
             scope.cancel()
@@ -204,14 +210,28 @@ async def _proxy(
         pool.config_note = f"{args.config}: " + "; ".join(skipped)
     async with anyio.create_task_group() as tg:
         # Installed before any upstream starts: a SIGTERM during start-up must also stop them in order.
-        tg.start_soon(_stop_on_signal, tg.cancel_scope, pool)
+        web = _Web()
+        tg.start_soon(_stop_on_signal, tg.cancel_scope, pool, web)
         async with pool:
-            await _serve(args, configs, pool, cached, http)
+            await _serve(args, configs, pool, cached, http, web)
         tg.cancel_scope.cancel()
 
 
+class _Web:
+    """The HTTP server while it serves (None over stdio), and when it has returned: a signal lets it shut down."""
+
+    def __init__(self) -> None:
+        self.server: Any = None
+        self.done = anyio.Event()
+
+
 async def _serve(
-    args: argparse.Namespace, configs: list[UpstreamConfig], pool: UpstreamPool, cached: Any, http: HttpSettings
+    args: argparse.Namespace,
+    configs: list[UpstreamConfig],
+    pool: UpstreamPool,
+    cached: Any,
+    http: HttpSettings,
+    web_state: _Web,
 ) -> None:
     from mcp.server.lowlevel import NotificationOptions
 
@@ -313,7 +333,11 @@ async def _serve(
         print(f"mcp-pd proxy: {line}", file=sys.stderr)
     print(f"mcp-pd proxy: serving on http://{args.host}:{args.port}/mcp", file=sys.stderr)
     _freeze_start_up()  # again once the upstreams started now have listed (_report_start)
-    await web.serve()
+    web_state.server = web
+    try:
+        await web.serve()
+    finally:
+        web_state.done.set()
     if http_lane is not None:  # for whoever tunes the gateway, not the user
         logger.info("the HTTP lane wrote %d large string(s)", http_lane.taken)
 

@@ -415,7 +415,14 @@ class StdioProcess:
         frame = line.frame()
         kind, request_id = frame if frame is not None else (None, None)
         if request_id is not None:
-            logger.warning("upstream %r wrote a message of %s (a %s, id %r)", name, line.describe(), kind, request_id)
+            logger.warning(
+                "upstream %r wrote a message of %s (a %s, id %r); to let it through, raise --max-message-mib or "
+                "this server's maxMessageMiB in the config",
+                name,
+                line.describe(),
+                kind,
+                request_id,
+            )
             if kind == "request":  # the upstream asked something of a client: it gets its refusal
                 self._reply_error(request_id, f"the gateway refused a message of {line.describe()}")
                 return None
