@@ -107,13 +107,13 @@ async def test_a_client_without_roots_makes_no_upstream_fail_to_request_them(
 
 
 @pytest.mark.req("PDX-CONFIG-05")
-def test_sigterm_while_an_upstream_is_still_starting_stops_without_a_traceback(tmp_path: Path, mark: str) -> None:
-    late = stdio(
-        sys.executable, str(HERE / "late_server.py"), str(tmp_path / "never"), str(tmp_path / "started"), mark=mark
-    )
-    config = write_config(
-        tmp_path / "servers.json", {"late": late, "plain": stdio(sys.executable, str(PLAIN), mark=mark)}
-    )
+@pytest.mark.parametrize("attempt", [1, 2, 3])  # the traceback came from a race: each run is one more chance
+def test_sigterm_while_an_upstream_is_still_starting_stops_without_a_traceback(
+    tmp_path: Path, mark: str, attempt: int
+) -> None:
+    started = tmp_path / "started"
+    late = stdio(sys.executable, str(HERE / "late_server.py"), str(tmp_path / "never"), str(started), mark=mark)
+    config = write_config(tmp_path / "servers.json", {"late": late})
     port = free_port()
     params = gateway_params("--config", str(config), "--transport", "http", "--port", str(port))
     log = tmp_path / "gateway.log"
@@ -122,9 +122,10 @@ def test_sigterm_while_an_upstream_is_still_starting_stops_without_a_traceback(t
         try:
             _wait_for_port(port, proc)
             deadline = time.monotonic() + 60
-            while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+            while not started.exists() and time.monotonic() < deadline:
                 time.sleep(0.05)
-            assert (tmp_path / "started").exists(), log.read_text()  # the late upstream is running, not yet up
+            assert started.exists(), log.read_text()  # the upstream is running, and not up: start-up goes on
+            time.sleep(1 + attempt)
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=30) == 0
         finally:
