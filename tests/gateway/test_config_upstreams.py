@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from gateway.gwtest import HERE, MARK, PLAIN, connect, gateway_params, stdio, wait_for_no_pids, write_config
+from gateway.gwtest import HERE, PLAIN, connect, gateway_params, stdio, wait_for_no_pids, write_config
 from mcp import Client, MCPError
 from mcp.client.stdio import stdio_client
 from pdtest import _wait_for_port, free_port, stop_process

@@ -9,11 +9,14 @@ route). Knows nothing about processes, sessions or the SDK beyond a tool's name.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-__all__ = ["ToolFilter"]
+logger = logging.getLogger("mcp_pd.gateway")
+
+__all__ = ["ToolFilter", "filtered"]
 
 
 class _Named(Protocol):
@@ -80,3 +83,14 @@ class ToolFilter:
             keys = " / ".join(k for k, v in ((self.include_key, self.include), (self.exclude_key, self.exclude)) if v)
             line += f"; {keys} name(s) it does not list: {_listed(unknown)}"
         return line
+
+
+def filtered(chosen: ToolFilter | None, upstream: str, tools: list[T], said: str | None) -> tuple[list[T], str]:
+    """`tools` without what `chosen` excludes, and the line on what it left out: logged when it differs from `said`
+    (what was said of this upstream last; None: say nothing, as for a client's own session of it)."""
+    if not chosen:
+        return tools, said or ""
+    note = chosen.report(upstream, tools)
+    if said is not None and note != said:
+        logger.warning("%s", note)
+    return list(chosen.apply(tools)[0]), note if said is not None else ""

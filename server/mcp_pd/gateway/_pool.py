@@ -35,10 +35,10 @@ from mcp_pd import __version__
 from ._bridge import ClientBridge
 from ._config import UpstreamConfig
 from ._failures import UpstreamUnavailable, call_failure, explain, session_forgotten, went_away
-from ._lines import MAX_LINE
+from ._filters import filtered
 from ._process import OnAnswer, Pending, StdioProcess, Watchdog
 from ._progressive import ProgressiveUpstream, progressive_settings
-from ._sse import SSE_HINT, sse_endpoint
+from ._sse import sse_failure
 
 __all__ = ["Upstream", "UpstreamPool", "UpstreamUnavailable"]  # UpstreamUnavailable: re-exported from _failures
 
@@ -80,7 +80,6 @@ class Upstream:
         self._recycle = anyio.Event()
         self._recycle_reason = ""
         self._reinit = False
-        self._filter_note = ""  # what the config's tool filter last left out, said once while it holds
         self.permanent = False  # its last failure will recur whatever the retries (an SSE endpoint as `url`)
 
     @property
@@ -156,18 +155,14 @@ class Upstream:
             if reinit:
                 logger.info("upstream %r: %s; opening a new session", self.name, reason)
                 continue
-            if self.permanent:  # retrying cannot help: wait for the config to change (it stops or restarts this)
-                self.reason, self.state, self.retry_at = reason, "failed", math.inf
-                self._attempt.set()
-                logger.warning("upstream %r %s", self.name, reason)
-                await _first_of(self.pool.closed, self.removed)
-                break
             self.failures = 1 if up_for >= STABLE_AFTER else self.failures + 1
-            delay = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (self.failures - 1))
+            # A permanent failure waits for the config to change (which stops or restarts this upstream).
+            delay = math.inf if self.permanent else min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (self.failures - 1))
             self.reason, self.state = reason, "failed"
             self.retry_at = time.monotonic() + delay
             self._attempt.set()
-            logger.warning("upstream %r %s; restarting in %.1f s (failure %d)", self.name, reason, delay, self.failures)
+            then = "" if self.permanent else f"; restarting in {delay:.1f} s (failure {self.failures})"
+            logger.warning("upstream %r %s%s", self.name, reason, then)
             with anyio.move_on_after(delay):
                 await _first_of(self.pool.closed, self.removed)
         self.state = "closed"
@@ -188,9 +183,7 @@ class Upstream:
                 async with contextlib.AsyncExitStack() as stack:
                     config = self.config
                     if config.command is not None:
-                        process = self.process = StdioProcess(
-                            config, self.pool.watchdog, errlog=self.pool.errlog, max_line=config.max_message or MAX_LINE
-                        )
+                        process = self.process = StdioProcess(config, self.pool.watchdog, errlog=self.pool.errlog)
                         transport: Any = process
                     else:
                         assert config.url is not None
@@ -219,12 +212,8 @@ class Upstream:
             reason = f"did not complete the MCP handshake and tools/list within {self.pool.start_timeout:g} s"
         except Exception as exc:
             reason = f"failed to start: {explain(exc)}" if ready_at is None else explain(exc)
-            if ready_at is None and self.config.url is not None:
-                # A URL that is really an SSE endpoint fails the same way every time: say what it is, and stop.
-                sse = await sse_endpoint(self.config.url, self.config.headers)
-                if sse is not None:
-                    reason = f"failed to start: {self.config.url} looks like an SSE endpoint ({sse}); {SSE_HINT}"
-                    self.permanent = True
+            if ready_at is None and (sse := await sse_failure(self.config.url, self.config.headers)) is not None:
+                reason, self.permanent = sse, True  # fails the same way every time: said, and not retried
         if process is not None and ready_at is None:
             with anyio.move_on_after(1.0):
                 await process.exited.wait()
@@ -254,31 +243,11 @@ class Upstream:
 
     # -- listing -------------------------------------------------------------------------------------
     async def _list(self, session: ClientSession) -> tuple[types.Tool, ...]:
-        tools: list[types.Tool] = []
-        cursor: str | None = None
-        for _ in range(_LIST_PAGES):
-            page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        tools = self._filtered(tools)
+        tools = await _all_tools(session)
         if self._pd is None:
             return tuple(tools)
         listed, self.definitions = await self._pd.listing(session, tools)
         return listed
-
-    def _filtered(self, tools: list[types.Tool]) -> list[types.Tool]:
-        """The listing without the tools the host's config excludes (`_filters.py`): dropped here, before anything
-        else sees them, so they are never listed, described, searched, exported or routed."""
-        chosen = self.config.tools
-        if not chosen:
-            return tools
-        note = chosen.report(self.name, tools)
-        if note != self._filter_note and self.key == self.name:
-            self._filter_note = note
-            logger.warning("%s", note)
-        return list(chosen.apply(tools)[0])
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification) and self.pool.task_group is not None:
@@ -458,6 +427,7 @@ class UpstreamPool:
         self.closed = anyio.Event()
         self.listeners: list[ChangeListener] = []
         self.config_note = ""  # what the last config reload did, or why it was refused (the operator page shows it)
+        self._filter_notes: dict[str, str] = {}  # what each upstream's tool filter last left out, as said
         # Requests an upstream sends back (roots, sampling, elicitation) and its logs: passed to the right client.
         self.bridge = ClientBridge(self.sessions, task_group=lambda: self.task_group, pool=self)
         self._stack: contextlib.AsyncExitStack | None = None
@@ -615,10 +585,31 @@ class UpstreamPool:
                 logger.exception("tool change listener failed")
 
     async def tools_listed(self, upstream: Upstream, tools: tuple[types.Tool, ...]) -> None:
+        # Without what the host's config excludes (`_filters.py`), before anything else sees the listing; what it
+        # left out said once while it holds, by the shared session (a client's own session lists the same).
+        shared = upstream.key == upstream.name
+        said = self._filter_notes.get(upstream.name, "") if shared else None
+        kept, note = filtered(upstream.config.tools, upstream.name, list(tools), said)
+        if shared:
+            self._filter_notes[upstream.name] = note
+        tools = tuple(kept)
         changed = upstream.tools != tools
         upstream.tools = tools
         if changed and upstream.key == upstream.name:  # a client's own session lists nothing to the gateway
             await self._notify(upstream)
+
+
+async def _all_tools(session: ClientSession) -> list[types.Tool]:
+    """Every page of an upstream's tools/list (at most `_LIST_PAGES` pages)."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(_LIST_PAGES):
+        page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
 
 
 async def _first_of(*events: anyio.Event) -> None:

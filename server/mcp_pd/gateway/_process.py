@@ -195,17 +195,17 @@ class StdioProcess:
 
     Also what the pool needs to report failures: `exited` (set when the process ends), `returncode`, why it
     ended (`exit_reason`, fit for clients), the last lines of stderr (for the operator only), and how many stdout
-    lines were not JSON-RPC. `max_line`: the longest message read from stdout, in bytes.
+    lines were not JSON-RPC. `max_line`: the longest message read from stdout, in bytes (default: the config's).
     """
 
     def __init__(
-        self, config: UpstreamConfig, watchdog: Watchdog, *, errlog: TextIO | None = None, max_line: int = MAX_LINE
+        self, config: UpstreamConfig, watchdog: Watchdog, *, errlog: TextIO | None = None, max_line: int | None = None
     ) -> None:
         assert config.command is not None
         self.config = config
         self.watchdog = watchdog
         self.errlog = errlog
-        self.max_line = max_line
+        self.max_line = max_line or config.max_message or MAX_LINE  # the flag's, else the entry's, else 64 MiB
         self.pid: int | None = None
         self.returncode: int | None = None
         self.exited = anyio.Event()

@@ -16,7 +16,7 @@ import anyio
 import httpx2
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-__all__ = ["SSE_HINT", "sse_endpoint"]
+__all__ = ["SSE_HINT", "sse_endpoint", "sse_failure"]
 
 # Enough for an `endpoint` event; a stream that says nothing within this long is no better known.
 _PROBE_SECONDS: Final = 5.0
@@ -51,3 +51,10 @@ async def sse_endpoint(url: str, headers: Mapping[str, str]) -> str | None:
     if b"event: endpoint" in seen:
         return "a GET opens an event stream whose first event is 'endpoint'"
     return "a GET answers text/event-stream"
+
+
+async def sse_failure(url: str | None, headers: Mapping[str, str]) -> str | None:
+    """The reason an upstream at `url` (None: a stdio one) failed to start, when `url` is an SSE endpoint."""
+    if url is None or (sse := await sse_endpoint(url, headers)) is None:
+        return None
+    return f"failed to start: {url} looks like an SSE endpoint ({sse}); {SSE_HINT}"
