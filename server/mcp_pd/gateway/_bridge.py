@@ -318,6 +318,10 @@ class ClientBridge:
             )
             return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused", None
         if getattr(_capabilities(conn), capability) is None:
+            if capability == "roots":
+                # A client without roots has none: the empty list says so, where an error made upstreams print
+                # "Failed to request roots" on every start (server-filesystem then keeps the folders it was given).
+                return types.ListRootsResult(roots=[]), "refused", client.key
             message = f"{label} not supported: the client did not declare it."
             return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused", client.key
         if _modern(conn):

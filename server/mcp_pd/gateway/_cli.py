@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -18,9 +19,18 @@ import anyio
 
 from mcp_pd._http_flags import HttpSettings, http_flags, http_settings
 
-from ._config import ConfigError, UpstreamConfig, check_upstreams, one_off_stdio, one_off_url, read_host_config
+from ._config import (
+    MAX_MESSAGE_MIB,
+    ConfigError,
+    UpstreamConfig,
+    check_upstreams,
+    one_off_stdio,
+    one_off_url,
+    read_host_config,
+)
 from ._export import load_cache, write_export
 from ._instructions import INSTRUCTIONS_WAIT
+from ._lines import MAX_LINE
 from ._pool import Upstream, UpstreamPool
 
 if TYPE_CHECKING:
@@ -32,7 +42,12 @@ logger = logging.getLogger("mcp_pd.gateway")
 
 
 def _upstream_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", type=Path, help='a {"mcpServers": {...}} file (Claude Desktop, Cursor, VS Code)')
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="a host's MCP server list as it writes it: Claude Desktop, Claude Code (.mcp.json), Cursor, Windsurf, "
+        "Gemini CLI and Cline (mcpServers), VS Code (servers; JSONC), Zed (context_servers) or Codex CLI (config.toml)",
+    )
     p.add_argument(
         "--upstream-stdio",
         action="append",
@@ -50,6 +65,15 @@ def _upstream_arguments(p: argparse.ArgumentParser) -> None:
         help="what ${workspaceFolder} in the config stands for (without it, entries using it are skipped)",
     )
     p.add_argument("--start-timeout", type=float, default=60.0, help="seconds for an upstream to start (default 60)")
+    p.add_argument(
+        "--max-message-mib",
+        type=int,
+        default=MAX_LINE >> 20,
+        metavar="N",
+        help=f"the largest JSON-RPC message on a pipe, in MiB (default {MAX_LINE >> 20}): each stdio upstream's (a "
+        "server's \"maxMessageMiB\" in the config overrides it) and, over stdio, the client's. A result is about twice "
+        "its text when the server also sends structuredContent",
+    )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.add_argument("--quiet-upstreams", action="store_true", help="do not copy the upstreams' stderr to ours")
 
@@ -149,13 +173,17 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configs(args: argparse.Namespace) -> tuple[list[UpstreamConfig], list[str]]:
-    """The upstreams to serve, and one line per config entry skipped (with why)."""
+def _configs(args: argparse.Namespace) -> tuple[list[UpstreamConfig], list[str], list[str]]:
+    """The upstreams to serve, one line per config entry skipped (with why), and what the file was read as (which
+    host's format; each server whose tools the file filters)."""
     configs: list[UpstreamConfig] = []
     skipped: list[str] = []
+    read: list[str] = []
     if args.config is not None:
         host = read_host_config(args.config, workspace_folder=args.workspace_folder)
         configs, skipped = host.upstreams, host.notes()
+        read = [f"{args.config}: read as {host.host}, {len(host.upstreams) + len(host.skipped)} server(s)"]
+        read += host.filter_notes()
     taken = {c.name for c in configs}
     configs += [one_off_stdio(spec, taken) for spec in args.upstream_stdio]
     configs += [one_off_url(spec, taken) for spec in args.upstream_url]
@@ -165,13 +193,21 @@ def _configs(args: argparse.Namespace) -> tuple[list[UpstreamConfig], list[str]]
             + (f" (every entry of {args.config} is disabled or skipped: {'; '.join(skipped)})" if skipped else "")
         )
     check_upstreams(configs)  # the file's and the flags' names together
-    return configs, skipped
+    default = args.max_message_mib << 20
+    configs = [c if c.max_message is not None else dataclasses.replace(c, max_message=default) for c in configs]
+    return configs, skipped, read
 
 
-async def _stop_on_signal(scope: anyio.CancelScope, pool: UpstreamPool) -> None:
+async def _stop_on_signal(scope: anyio.CancelScope, pool: UpstreamPool, web: _Web) -> None:
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         async for received in signals:
             logger.info("received %s: stopping the upstreams", signal.Signals(received).name)
+            if web.server is not None:
+                # uvicorn heard the signal too and is shutting down: let it finish (cancelled midway, it printed a
+                # CancelledError traceback for its lifespan task), then stop the upstreams under it.
+                web.server.should_exit = True
+                with anyio.move_on_after(5):
+                    await web.done.wait()
             await pool.aclose()
             pool.watchdog.close()
             scope.cancel()
@@ -191,20 +227,38 @@ async def _proxy(
         cached, problems = load_cache(args.cache, [c.name for c in configs])
         for problem in problems:
             print(f"mcp-pd proxy: {problem}", file=sys.stderr)
+        for config in configs:  # a cache exported before the file filtered a tool must not serve it either
+            if config.tools and config.name in cached:
+                kept = config.tools.apply(cached[config.name].tools)[0]
+                cached[config.name] = dataclasses.replace(cached[config.name], tools=kept)
     errlog = None if args.quiet_upstreams else sys.stderr
     pool = UpstreamPool(configs, call_timeout=args.call_timeout, start_timeout=args.start_timeout, errlog=errlog)
     if skipped:
         pool.config_note = f"{args.config}: " + "; ".join(skipped)
     async with anyio.create_task_group() as tg:
         # Installed before any upstream starts: a SIGTERM during start-up must also stop them in order.
-        tg.start_soon(_stop_on_signal, tg.cancel_scope, pool)
+        web = _Web()
+        tg.start_soon(_stop_on_signal, tg.cancel_scope, pool, web)
         async with pool:
-            await _serve(args, configs, pool, cached, http)
+            await _serve(args, configs, pool, cached, http, web)
         tg.cancel_scope.cancel()
 
 
+class _Web:
+    """The HTTP server while it serves (None over stdio), and when it has returned: a signal lets it shut down."""
+
+    def __init__(self) -> None:
+        self.server: Any = None
+        self.done = anyio.Event()
+
+
 async def _serve(
-    args: argparse.Namespace, configs: list[UpstreamConfig], pool: UpstreamPool, cached: Any, http: HttpSettings
+    args: argparse.Namespace,
+    configs: list[UpstreamConfig],
+    pool: UpstreamPool,
+    cached: Any,
+    http: HttpSettings,
+    web_state: _Web,
 ) -> None:
     from mcp.server.lowlevel import NotificationOptions
 
@@ -254,7 +308,7 @@ async def _serve(
 
         # Admitted calls over stdio skip the SDK's request path (gateway/_lane.py; the README says what it takes).
         lane = None if args.no_lane else StdioLane(gateway, _pd)
-        async with pipe_stdio(lane) as (read, write):
+        async with pipe_stdio(lane, limit=args.max_message_mib << 20) as (read, write):
             await server.run(read, write, options)
         if lane is not None:  # for whoever tunes the gateway, not the user: what the fast lane took
             logger.info("the stdio lane answered %d call(s)", lane.taken)
@@ -309,7 +363,11 @@ async def _serve(
         print(f"mcp-pd proxy: {line}", file=sys.stderr)
     print(f"mcp-pd proxy: serving on http://{args.host}:{args.port}/mcp", file=sys.stderr)
     _freeze_start_up()  # again once the upstreams started now have listed (_report_start)
-    await web.serve()
+    web_state.server = web
+    try:
+        await web.serve()
+    finally:
+        web_state.done.set()
     if http_lane is not None:  # for whoever tunes the gateway, not the user
         logger.info("the HTTP lane wrote %d large string(s)", http_lane.taken)
 
@@ -343,7 +401,8 @@ async def _report_start(
         if pool.closing:
             return  # stopped while it started: nothing failed
         why = upstream.reason or f"did not start within {pool.start_timeout:g} s"
-        print(f"mcp-pd proxy: upstream '{upstream.name}' {why}; its tools are served once it starts", file=sys.stderr)
+        then = "" if upstream.permanent else "; its tools are served once it starts"
+        print(f"mcp-pd proxy: upstream '{upstream.name}' {why}{then}", file=sys.stderr)
 
     async with anyio.create_task_group() as tg:
         for name in starting:
@@ -375,14 +434,14 @@ async def _watch_config(args: argparse.Namespace, pool: UpstreamPool) -> None:
     async for _ in changes:
         try:
             # In a worker thread: whatever is now at the path, reading it must not hold up the clients.
-            configs, skipped = await anyio.to_thread.run_sync(_configs, args)
+            configs, skipped, read = await anyio.to_thread.run_sync(_configs, args)
         except Exception as exc:  # ConfigError, or a bug: either way the last good config keeps serving
             if not isinstance(exc, ConfigError):
                 logger.exception("reading %s failed", path)
             pool.config_note = f"{path} not reloaded, still serving its last good version: {exc}"
             print(f"mcp-pd proxy: {pool.config_note}", file=sys.stderr)
             continue
-        for line in skipped:
+        for line in [*read[1:], *skipped]:
             print(f"mcp-pd proxy: {line}", file=sys.stderr)
         done = await pool.reconfigure(configs)
         said = "; ".join(f"{what} {', '.join(names)}" for what, names in done.items() if names) or "nothing changed"
@@ -428,6 +487,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Refused (SystemExit, with the reason) before any upstream starts, like `mcp-pd serve`.
     http = http_settings(args, "proxy") if args.command == "proxy" else None
     args.semantic = _embeddings(args) if args.command == "proxy" else {}  # a bad --embeddings-* exits here
+    if not 1 <= args.max_message_mib <= MAX_MESSAGE_MIB:
+        print(f"mcp-pd {args.command}: --max-message-mib must be from 1 to {MAX_MESSAGE_MIB}", file=sys.stderr)
+        return 2
     if args.workspace_folder is not None:
         if not args.workspace_folder.is_dir():
             print(
@@ -436,12 +498,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         args.workspace_folder = args.workspace_folder.resolve()
     try:
-        configs, skipped = _configs(args)
+        configs, skipped, read = _configs(args)
     except ConfigError as exc:
         print(f"mcp-pd {args.command}: {exc}", file=sys.stderr)
         return 2
-    # One line per entry the gateway cannot serve; the rest start.
-    for line in skipped:
+    # Which host's file it was and what its tool filters serve; one line per entry the gateway cannot serve.
+    for line in [*read, *skipped]:
         print(f"mcp-pd {args.command}: {line}", file=sys.stderr)
     if args.command == "export":
         return anyio.run(_export, args, configs)

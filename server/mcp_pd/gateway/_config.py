@@ -1,23 +1,26 @@
-"""Which upstream servers the gateway fronts: the `{"mcpServers": {...}}` file hosts already keep, or one-off flags.
+"""Which upstream servers the gateway fronts: the server list a host already keeps, or one-off flags.
 
-Accepts the Claude Desktop / Cursor shape (`command`/`args`/`env`/`cwd` for stdio, `url`/`headers` for Streamable
-HTTP) and VS Code's (`"servers"` with `"type"`). The file is read only if it is a regular file of at most
-`MAX_CONFIG_BYTES` (a FIFO, device or directory at the path is refused without blocking: the gateway re-reads it on
-every edit).
+Every host's file is read as that host writes it (`_hosts.py`: Claude Desktop, Claude Code, Cursor, Cline, Windsurf,
+Gemini CLI, VS Code, Zed, Codex CLI's TOML) and each entry comes here in one shape: `command`/`args`/`env`/`cwd` for
+stdio, `url`/`headers` for Streamable HTTP, and the host's tool filters (`_filters.ToolFilter`). The file is read
+only if it is a regular file of at most `MAX_CONFIG_BYTES` (a FIFO, device or directory at the path is refused
+without blocking: the gateway re-reads it on every edit).
 
 A file pasted from a host holds entries the gateway cannot serve: those are skipped, each with why
-(`HostConfig.skipped`), and the rest are served. Skipped: an SSE or unknown `type`, a placeholder the gateway cannot
-fill (`${input:...}`, an unset `${env:X}`, `${workspaceFolder}` without `--workspace-folder`), an `envFile` it cannot
-read or parse. A malformed entry (wrong shapes, bad names) still refuses the file: that is a mistake to fix, not a
-host feature. Placeholders are expanded in `command`, `args`, `env`, `cwd`, `url`, `headers` and `envFile` the way
-VS Code and Cursor do (`${env:X}`, `${userHome}`, `${workspaceFolder}`, `${workspaceFolderBasename}`,
-`${pathSeparator}`, `${/}`) and Claude Code does (`${X}`, `${X:-default}`). `envFile` (relative to the config
-file's folder) is read by a strict dotenv parser; `env` overrides it. Knows nothing about processes or the SDK.
+(`HostConfig.skipped`), and the rest are served; the file is never refused whole for one entry. Skipped: an SSE or
+unknown `type`, a placeholder the gateway cannot fill (`${input:...}` without a default, an unset `${env:X}` or
+`$X`, `${workspaceFolder}` without `--workspace-folder`, an unreadable `${file:...}`), an `envFile` it cannot read
+or parse, a variable Codex's `bearer_token_env_var` / `env_http_headers` names that is unset, and a malformed entry
+(wrong shapes, bad names: a mistake to fix, said as such; `load_config` refuses those). Placeholders are expanded in
+`command`, `args`, `env`, `cwd`, `url`, `headers` and `envFile` the way VS Code and Cursor do (`${env:X}`,
+`${userHome}`, `${workspaceFolder}`, `${workspaceFolderBasename}`, `${pathSeparator}`, `${/}`, `${input:id}` from
+the input's default), Claude Code does (`${X}`, `${X:-default}`), Windsurf does (`${file:PATH}`) and Gemini CLI
+does (`$X` too). `envFile` (relative to the config file's folder) is read by a strict dotenv parser; `env`
+overrides it. Knows nothing about processes or the SDK.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -27,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from ._filters import ToolFilter
+from ._hosts import HostFile, HostFileError, Skip, parse_host_file
 from ._names import server_key
 
 __all__ = [
@@ -51,6 +56,8 @@ SESSION_SUFFIX: Final = re.compile(r"#\d+$")
 _NAMED = re.compile(r"^([A-Za-z0-9_.\-]+)=(.+)$", re.DOTALL)
 # A config file is a few kilobytes; a bigger one is a mistake (or a trap) that the gateway need not read.
 MAX_CONFIG_BYTES: Final = 1 << 20
+# The most a message on a pipe may be set to: a line is held whole while it is decoded (several times its size).
+MAX_MESSAGE_MIB: Final = 1024
 _LAUNCHERS = {"npx", "uvx", "bunx", "pnpx", "node", "python", "python3", "uv", "deno", "bun", "docker", "npm", "pnpm"}
 
 
@@ -58,12 +65,10 @@ class ConfigError(ValueError):
     """A configuration the gateway cannot use, said so the author can fix it."""
 
 
-class _Skip(Exception):
-    """An entry valid for its host that the gateway cannot serve: skipped with this reason, the rest served."""
-
-
+_Skip = Skip  # an entry valid for its host that the gateway cannot serve: skipped with this reason, the rest served
 _STREAMABLE = (None, "stdio", "http", "streamable-http", "streamableHttp", "streamable_http")
 _PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
+_DOLLAR = re.compile(r"\$\{([^}]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")  # Gemini CLI's `$VAR` as well
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CLAUDE_DEFAULT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):-(.*)$", re.DOTALL)
 
@@ -75,6 +80,7 @@ class _Host:
     environ: Mapping[str, str]
     workspace: str | None
     folder: Path  # the config file's folder: a relative envFile is found there
+    file: HostFile | None = None  # which host wrote it: its inputs, whether `$VAR` is read
 
 
 @dataclass(frozen=True)
@@ -83,10 +89,16 @@ class HostConfig:
 
     upstreams: list[UpstreamConfig]
     skipped: list[tuple[str, str]]
+    host: str = "mcpServers"  # which host's format the file was read as, and where its servers were
+    malformed: tuple[tuple[str, str], ...] = ()  # the skipped entries no host would accept
 
     def notes(self) -> list[str]:
         """One line per skipped entry, for stderr and the operator page."""
         return [f"server {name!r} skipped: {why}" for name, why in self.skipped]
+
+    def filter_notes(self) -> list[str]:
+        """One line per server whose tools the file filters: what is served of it."""
+        return [f"server {u.name!r}: serving {u.tools.describe()}" for u in self.upstreams if u.tools]
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,7 @@ class UpstreamConfig:
     with it (else with the category or the name), so a model can tell two instances of one server apart.
     `client_sessions` (`maxClientSessions`): when the server works on its client's roots, how many more clients
     may each get a session (a process) of their own while another client holds the shared one (`_roots.py`).
+    `tools`: the host's tool filter (`includeTools` / `excludeTools` and their kin), applied to every listing.
     """
 
     name: str
@@ -112,6 +125,8 @@ class UpstreamConfig:
     category: str | None = None
     description: str | None = None
     client_sessions: int = CLIENT_SESSIONS
+    tools: ToolFilter | None = None  # the host's tool filter: a tool it excludes is never listed, described or run
+    max_message: int | None = None  # bytes one message on its pipe may have (`maxMessageMiB`); None: the gateway's
 
     @property
     def label(self) -> str:
@@ -158,6 +173,8 @@ def _fill(text: str, host: _Host) -> str:
 
     def one(match: re.Match[str]) -> str:
         inner = match.group(1)
+        if inner is None:  # Gemini CLI's bare `$VAR`
+            return _variable(match.group(0), match.group(2), None, host)
         if inner == "userHome":
             return str(Path.home())
         if inner in ("workspaceFolder", "workspaceFolderBasename"):
@@ -167,24 +184,50 @@ def _fill(text: str, host: _Host) -> str:
         if inner in ("pathSeparator", "/"):
             return os.sep
         if inner.startswith("env:"):
-            name, default = inner[4:], None
-        elif (claude := _CLAUDE_DEFAULT.match(inner)) is not None:
-            name, default = claude.group(1), claude.group(2)
-        elif _ENV_NAME.match(inner):
-            name, default = inner, None
-        elif inner.startswith("input:"):
-            raise _Skip(
-                f"uses ${{{inner}}}, a value its host prompts for; the gateway cannot ask, so put the value in the "
-                "entry's env or envFile"
-            )
-        else:
-            raise _Skip(f"uses ${{{inner}}}, a placeholder the gateway cannot fill")
-        value = host.environ.get(name, default)
-        if value is None:
-            raise _Skip(f"uses ${{{inner}}}, and {name} is not set in the gateway's environment")
-        return value
+            return _variable(match.group(0), inner[4:], None, host)
+        if (claude := _CLAUDE_DEFAULT.match(inner)) is not None:
+            return _variable(match.group(0), claude.group(1), claude.group(2), host)
+        if _ENV_NAME.match(inner):
+            return _variable(match.group(0), inner, None, host)
+        if inner.startswith("input:"):
+            return _input(inner, host)
+        if inner.startswith("file:"):
+            return _file(inner, host)
+        raise _Skip(f"uses ${{{inner}}}, a placeholder the gateway cannot fill")
 
-    return _PLACEHOLDER.sub(one, text)
+    return (_DOLLAR if host.file is not None and host.file.dollar else _PLACEHOLDER).sub(one, text)
+
+
+def _variable(written: str, name: str, default: str | None, host: _Host) -> str:
+    value = host.environ.get(name, default)
+    if value is None:
+        raise _Skip(f"uses {written}, and {name} is not set in the gateway's environment")
+    return value
+
+
+def _input(inner: str, host: _Host) -> str:
+    """VS Code's `${input:id}`: the input's default if it has one (what its host pre-fills), else skipped."""
+    spec = host.file.inputs.get(inner[6:], {}) if host.file is not None else {}
+    default = spec.get("default")
+    if isinstance(default, str):
+        return default
+    what = spec.get("description")
+    said = f' ("{what}")' if isinstance(what, str) and what else ""
+    raise _Skip(
+        f"uses ${{{inner}}}{said}, a value its host prompts for; the gateway cannot ask, so put the value in the "
+        "entry's env or envFile"
+    )
+
+
+def _file(inner: str, host: _Host) -> str:
+    """Windsurf's `${file:PATH}`: the file's text without its final newline (`~` and a path relative to the config
+    file's folder allowed). Its content is a secret: never in a message."""
+    path = host.folder / Path(inner[5:]).expanduser()
+    try:
+        text = read_config_file(path)
+    except ConfigError as exc:
+        raise _Skip(f"uses ${{{inner}}}, which the gateway cannot use: {exc}") from None
+    return text.removesuffix("\n").removesuffix("\r")
 
 
 def parse_env_file(text: str, where: str) -> dict[str, str]:
@@ -241,6 +284,42 @@ def _env_file(entry: Mapping[str, Any], where: str, host: _Host) -> dict[str, st
         raise _Skip(str(exc).replace("its config", "an envFile")) from None
 
 
+def _tool_filter(entry: Mapping[str, Any], where: str) -> ToolFilter | None:
+    """The entry's tool filter (Gemini's `includeTools` / `excludeTools`, or another host's, as `_hosts` renamed
+    them), said by the names the file used."""
+    include, exclude = entry.get("includeTools"), entry.get("excludeTools")
+    if include is None and exclude is None:
+        return None
+    keys = entry.get("_filter_keys", (None, None))
+    include_key, exclude_key = keys[0] or "includeTools", keys[1] or "excludeTools"
+    return ToolFilter(
+        None if include is None else frozenset(_strings(include, f"{where}.{include_key}")),
+        frozenset(() if exclude is None else _strings(exclude, f"{where}.{exclude_key}")),
+        include_key,
+        exclude_key,
+    )
+
+
+def _from_environment(entry: Mapping[str, Any], where: str, host: _Host) -> tuple[dict[str, str], dict[str, str]]:
+    """Codex CLI's variables read from the environment, taken literally: `env_vars` (passed on when set, as Codex
+    does), and the headers `bearer_token_env_var` and `env_http_headers` make (skipped when unset: without its
+    credential the server would only refuse)."""
+    forwarded = {
+        n: host.environ[n] for n in _strings(entry.get("env_vars", []), f"{where}.env_vars") if n in host.environ
+    }
+    headers: dict[str, str] = {}
+    bearer = _optional_string(entry, "bearer_token_env_var", where)
+    if bearer is not None:
+        if not host.environ.get(bearer):
+            raise _Skip(f"reads its bearer token from {bearer} (bearer_token_env_var), which is not set")
+        headers["Authorization"] = f"Bearer {host.environ[bearer]}"
+    for header, variable in _string_map(entry.get("env_http_headers", {}), f"{where}.env_http_headers").items():
+        if variable not in host.environ:
+            raise _Skip(f"reads its {header} header from {variable} (env_http_headers), which is not set")
+        headers[header] = host.environ[variable]
+    return forwarded, headers
+
+
 def _upstream(name: str, entry: Any, where: str, host: _Host) -> UpstreamConfig | None:
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be an object with 'command' (stdio) or 'url' (Streamable HTTP)")
@@ -267,6 +346,18 @@ def _upstream(name: str, entry: Any, where: str, host: _Host) -> UpstreamConfig 
     sessions = entry.get("maxClientSessions", CLIENT_SESSIONS)
     if not isinstance(sessions, int) or isinstance(sessions, bool) or not 0 <= sessions <= 1000:
         raise ConfigError(f"{where}.maxClientSessions must be a whole number from 0 to 1000")
+    size = entry.get("maxMessageMiB")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= MAX_MESSAGE_MIB):
+        raise ConfigError(f"{where}.maxMessageMiB must be a whole number of MiB from 1 to {MAX_MESSAGE_MIB}")
+    common: dict[str, Any] = {
+        "max_message": None if size is None else size << 20,
+        "prefix": prefix,
+        "category": category,
+        "description": description,
+        "client_sessions": sessions,
+        "tools": _tool_filter(entry, where),
+    }
+    forwarded, env_headers = _from_environment(entry, where, host)
     if command is not None:
         if not isinstance(command, str) or not command.strip():
             raise ConfigError(f"{where}.command must be a non-empty string")
@@ -277,13 +368,10 @@ def _upstream(name: str, entry: Any, where: str, host: _Host) -> UpstreamConfig 
             name,
             command=_fill(command, host),
             args=tuple(_fill(arg, host) for arg in args),
-            # The file's variables first: `env` overrides them, as in VS Code.
-            env=_env_file(entry, where, host) | {key: _fill(value, host) for key, value in env.items()},
+            # The file's variables first: `env` overrides them, as in VS Code (and Codex's forwarded ones first).
+            env=forwarded | _env_file(entry, where, host) | {key: _fill(value, host) for key, value in env.items()},
             cwd=None if cwd is None else _fill(cwd, host),
-            prefix=prefix,
-            category=category,
-            description=description,
-            client_sessions=sessions,
+            **common,
         )
     if not isinstance(url, str) or not _fill(url, host).startswith(("http://", "https://")):
         raise ConfigError(f"{where}.url must be an http:// or https:// URL")
@@ -291,11 +379,8 @@ def _upstream(name: str, entry: Any, where: str, host: _Host) -> UpstreamConfig 
     return UpstreamConfig(
         name,
         url=_fill(url, host),
-        headers={key: _fill(value, host) for key, value in headers.items()},
-        prefix=prefix,
-        category=category,
-        description=description,
-        client_sessions=sessions,
+        headers={key: _fill(value, host) for key, value in headers.items()} | env_headers,
+        **common,
     )
 
 
@@ -355,64 +440,79 @@ def read_config_file(path: str | Path) -> str:
 
 
 def load_config(path: str | Path, *, workspace_folder: str | Path | None = None) -> list[UpstreamConfig]:
-    """The upstreams to serve of a `{"mcpServers": {...}}` (or VS Code `{"servers": {...}}`) file, in file order
-    (`read_host_config` also says which entries were skipped and why)."""
-    return read_host_config(path, workspace_folder=workspace_folder).upstreams
+    """The upstreams to serve of a host's config file, in file order. Strict: ConfigError for a malformed entry
+    (`read_host_config`, which the gateway uses, skips it with why and serves the rest)."""
+    host = read_host_config(path, workspace_folder=workspace_folder)
+    if host.malformed:
+        raise ConfigError(f"{path}: {host.malformed[0][1]}")
+    return host.upstreams
 
 
 def read_host_config(
     path: str | Path, *, workspace_folder: str | Path | None = None, environ: Mapping[str, str] | None = None
 ) -> HostConfig:
     """A host's config file: the entries to serve, and those skipped with why (see the module's docstring).
-    `workspace_folder` fills `${workspaceFolder}`; `environ` (default: ours) fills `${env:X}`."""
+    `workspace_folder` fills `${workspaceFolder}`; `environ` (default: ours) fills `${env:X}`. ConfigError only when
+    the file as a whole cannot be read as any host's."""
     path = Path(path)
+    text = read_config_file(path)
+    try:
+        parsed = parse_host_file(text, toml=path.suffix.lower() == ".toml")
+    except HostFileError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     host = _Host(
         os.environ if environ is None else environ,
         None if workspace_folder is None else str(workspace_folder),
         path.parent,
+        parsed,
     )
-    text = read_config_file(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: invalid JSON: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: invalid JSON: nested too deeply") from None
-    servers = data.get("mcpServers", data.get("servers")) if isinstance(data, dict) else None
-    if not isinstance(servers, dict):
-        raise ConfigError(f'{path}: expected {{"mcpServers": {{"name": {{"command": ...}} or {{"url": ...}}}}}}')
     upstreams: list[UpstreamConfig] = []
     skipped: list[tuple[str, str]] = []
-    for name, entry in servers.items():
+    malformed: list[tuple[str, str]] = []
+    seen: dict[str, str] = {}
+    for name, entry in parsed.entries.items():
         try:
-            upstream = _upstream(name, entry, f"{path}: {name}", host)
+            if isinstance(entry, Skip):
+                raise entry
+            upstream = _upstream(name, entry, name, host)
+            if upstream is not None:
+                _check_name(upstream, seen)
         except _Skip as why:
             skipped.append((name, str(why)))
             continue
+        except ConfigError as exc:
+            malformed.append((name, str(exc)))
+            skipped.append((name, f"{exc} (a mistake in the entry: fix it to serve this server)"))
+            continue
         if upstream is not None:
             upstreams.append(upstream)
-    check_upstreams(upstreams)
-    return HostConfig(upstreams, skipped)
+    return HostConfig(upstreams, skipped, parsed.describe(), tuple(malformed))
 
 
 def check_upstreams(upstreams: Sequence[UpstreamConfig]) -> None:
     """Refuse names the gateway cannot tell apart in tool names (ConfigError), the config's and one-offs' alike."""
     seen: dict[str, str] = {}
     for upstream in upstreams:
-        if not upstream.name:
-            raise ConfigError("an upstream server needs a non-empty name")
-        if not upstream.key:
-            raise ConfigError(
-                f"server {upstream.name!r}: a name needs a letter, a digit, '-' or '.' (it starts tool names)"
-            )
-        if SESSION_SUFFIX.search(upstream.name):
-            raise ConfigError(
-                f"server {upstream.name!r}: a name may not end in '#' and digits (the gateway names the sessions "
-                "it opens for one client so); rename it"
-            )
-        other = seen.setdefault(upstream.key, upstream.name)
-        if other != upstream.name:
-            raise ConfigError(f"servers {other!r} and {upstream.name!r} give the same tool-name prefix; rename one")
+        _check_name(upstream, seen)
+
+
+def _check_name(upstream: UpstreamConfig, seen: dict[str, str]) -> None:
+    """ConfigError when `upstream`'s name cannot start tool names, or gives the prefix of one in `seen` (which it
+    then joins: key -> name)."""
+    if not upstream.name:
+        raise ConfigError("an upstream server needs a non-empty name")
+    if not upstream.key:
+        raise ConfigError(
+            f"server {upstream.name!r}: a name needs a letter, a digit, '-' or '.' (it starts tool names)"
+        )
+    if SESSION_SUFFIX.search(upstream.name):
+        raise ConfigError(
+            f"server {upstream.name!r}: a name may not end in '#' and digits (the gateway names the sessions "
+            "it opens for one client so); rename it"
+        )
+    other = seen.setdefault(upstream.key, upstream.name)
+    if other != upstream.name:
+        raise ConfigError(f"servers {other!r} and {upstream.name!r} give the same tool-name prefix; rename one")
 
 
 def _derived_name(argv: Sequence[str]) -> str:

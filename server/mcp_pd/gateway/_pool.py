@@ -35,8 +35,10 @@ from mcp_pd import __version__
 from ._bridge import ClientBridge
 from ._config import UpstreamConfig
 from ._failures import UpstreamUnavailable, call_failure, explain, session_forgotten, went_away
+from ._filters import filtered
 from ._process import OnAnswer, Pending, StdioProcess, Watchdog
 from ._progressive import ProgressiveUpstream, progressive_settings
+from ._sse import sse_failure
 
 __all__ = ["Upstream", "UpstreamPool", "UpstreamUnavailable"]  # UpstreamUnavailable: re-exported from _failures
 
@@ -78,6 +80,7 @@ class Upstream:
         self._recycle = anyio.Event()
         self._recycle_reason = ""
         self._reinit = False
+        self.permanent = False  # its last failure will recur whatever the retries (an SSE endpoint as `url`)
 
     @property
     def name(self) -> str:
@@ -105,6 +108,8 @@ class Upstream:
                 return session
             if self.state == "closed" or self.pool.closing:
                 raise UpstreamUnavailable(self.name, "is shut down (the gateway is stopping)")
+            if self.state == "failed" and self.permanent:
+                raise UpstreamUnavailable(self.name, f"is unavailable: {self.reason}")
             if self.state == "failed":
                 wait = max(0.0, self.retry_at - time.monotonic())
                 raise UpstreamUnavailable(
@@ -151,11 +156,13 @@ class Upstream:
                 logger.info("upstream %r: %s; opening a new session", self.name, reason)
                 continue
             self.failures = 1 if up_for >= STABLE_AFTER else self.failures + 1
-            delay = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (self.failures - 1))
+            # A permanent failure waits for the config to change (which stops or restarts this upstream).
+            delay = math.inf if self.permanent else min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (self.failures - 1))
             self.reason, self.state = reason, "failed"
             self.retry_at = time.monotonic() + delay
             self._attempt.set()
-            logger.warning("upstream %r %s; restarting in %.1f s (failure %d)", self.name, reason, delay, self.failures)
+            then = "" if self.permanent else f"; restarting in {delay:.1f} s (failure {self.failures})"
+            logger.warning("upstream %r %s%s", self.name, reason, then)
             with anyio.move_on_after(delay):
                 await _first_of(self.pool.closed, self.removed)
         self.state = "closed"
@@ -205,6 +212,8 @@ class Upstream:
             reason = f"did not complete the MCP handshake and tools/list within {self.pool.start_timeout:g} s"
         except Exception as exc:
             reason = f"failed to start: {explain(exc)}" if ready_at is None else explain(exc)
+            if ready_at is None and (sse := await sse_failure(self.config.url, self.config.headers)) is not None:
+                reason, self.permanent = sse, True  # fails the same way every time: said, and not retried
         if process is not None and ready_at is None:
             with anyio.move_on_after(1.0):
                 await process.exited.wait()
@@ -234,14 +243,7 @@ class Upstream:
 
     # -- listing -------------------------------------------------------------------------------------
     async def _list(self, session: ClientSession) -> tuple[types.Tool, ...]:
-        tools: list[types.Tool] = []
-        cursor: str | None = None
-        for _ in range(_LIST_PAGES):
-            page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        tools = await _all_tools(session)
         if self._pd is None:
             return tuple(tools)
         listed, self.definitions = await self._pd.listing(session, tools)
@@ -425,6 +427,7 @@ class UpstreamPool:
         self.closed = anyio.Event()
         self.listeners: list[ChangeListener] = []
         self.config_note = ""  # what the last config reload did, or why it was refused (the operator page shows it)
+        self._filter_notes: dict[str, str] = {}  # what each upstream's tool filter last left out, as said
         # Requests an upstream sends back (roots, sampling, elicitation) and its logs: passed to the right client.
         self.bridge = ClientBridge(self.sessions, task_group=lambda: self.task_group, pool=self)
         self._stack: contextlib.AsyncExitStack | None = None
@@ -582,10 +585,31 @@ class UpstreamPool:
                 logger.exception("tool change listener failed")
 
     async def tools_listed(self, upstream: Upstream, tools: tuple[types.Tool, ...]) -> None:
+        # Without what the host's config excludes (`_filters.py`), before anything else sees the listing; what it
+        # left out said once while it holds, by the shared session (a client's own session lists the same).
+        shared = upstream.key == upstream.name
+        said = self._filter_notes.get(upstream.name, "") if shared else None
+        kept, note = filtered(upstream.config.tools, upstream.name, list(tools), said)
+        if shared:
+            self._filter_notes[upstream.name] = note
+        tools = tuple(kept)
         changed = upstream.tools != tools
         upstream.tools = tools
         if changed and upstream.key == upstream.name:  # a client's own session lists nothing to the gateway
             await self._notify(upstream)
+
+
+async def _all_tools(session: ClientSession) -> list[types.Tool]:
+    """Every page of an upstream's tools/list (at most `_LIST_PAGES` pages)."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(_LIST_PAGES):
+        page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
 
 
 async def _first_of(*events: anyio.Event) -> None:

@@ -195,17 +195,17 @@ class StdioProcess:
 
     Also what the pool needs to report failures: `exited` (set when the process ends), `returncode`, why it
     ended (`exit_reason`, fit for clients), the last lines of stderr (for the operator only), and how many stdout
-    lines were not JSON-RPC. `max_line`: the longest message read from stdout, in bytes.
+    lines were not JSON-RPC. `max_line`: the longest message read from stdout, in bytes (default: the config's).
     """
 
     def __init__(
-        self, config: UpstreamConfig, watchdog: Watchdog, *, errlog: TextIO | None = None, max_line: int = MAX_LINE
+        self, config: UpstreamConfig, watchdog: Watchdog, *, errlog: TextIO | None = None, max_line: int | None = None
     ) -> None:
         assert config.command is not None
         self.config = config
         self.watchdog = watchdog
         self.errlog = errlog
-        self.max_line = max_line
+        self.max_line = max_line or config.max_message or MAX_LINE  # the flag's, else the entry's, else 64 MiB
         self.pid: int | None = None
         self.returncode: int | None = None
         self.exited = anyio.Event()
@@ -415,7 +415,14 @@ class StdioProcess:
         frame = line.frame()
         kind, request_id = frame if frame is not None else (None, None)
         if request_id is not None:
-            logger.warning("upstream %r wrote a message of %s (a %s, id %r)", name, line.describe(), kind, request_id)
+            logger.warning(
+                "upstream %r wrote a message of %s (a %s, id %r); to let it through, raise --max-message-mib or "
+                "this server's maxMessageMiB in the config",
+                name,
+                line.describe(),
+                kind,
+                request_id,
+            )
             if kind == "request":  # the upstream asked something of a client: it gets its refusal
                 self._reply_error(request_id, f"the gateway refused a message of {line.describe()}")
                 return None
