@@ -70,6 +70,15 @@ async def test_an_edit_restarts_only_what_changed_and_keeps_grants(
                 assert "not reloaded, still serving its last good version" in page  # the operator page says so too
                 assert not (await client.call_tool("echo", {"text": "still"})).is_error
 
+                # One entry edited into a shape no host accepts keeps its last good version serving (the rest of the
+                # file is applied): the same process, the same grant.
+                broken = servers("two.jsonl")
+                broken["plain"] = {"command": 42}
+                write_config(config, broken)
+                await _until(lambda: "still serves its last good version" in said(), "the kept entry")
+                assert not (await client.call_tool("echo", {"text": "kept"})).is_error
+                assert (await client.call_tool("pid", {})).content[0].text == pid  # type: ignore[union-attr]
+
                 # Removing an upstream removes its tools (and only its tools).
                 write_config(config, {"plain": servers("two.jsonl")["plain"]})
                 await _until(lambda: "reloaded: removed mem" in said(), "the removal")

@@ -11,7 +11,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -173,15 +173,27 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configs(args: argparse.Namespace) -> tuple[list[UpstreamConfig], list[str], list[str]]:
+def _configs(
+    args: argparse.Namespace, kept: Mapping[str, UpstreamConfig] | None = None
+) -> tuple[list[UpstreamConfig], list[str], list[str]]:
     """The upstreams to serve, one line per config entry skipped (with why), and what the file was read as (which
-    host's format; each server whose tools the file filters)."""
+    host's format; each server whose tools the file filters).
+
+    `kept`: on a reload, what is served now. An entry edited into a shape no host accepts keeps its last good
+    version running (as a broken edit of the whole file keeps the last good file), said on the entry's line."""
     configs: list[UpstreamConfig] = []
     skipped: list[str] = []
     read: list[str] = []
     if args.config is not None:
         host = read_host_config(args.config, workspace_folder=args.workspace_folder)
-        configs, skipped = host.upstreams, host.notes()
+        configs, skipped = list(host.upstreams), host.notes()
+        held = [(name, why) for name, why in host.malformed if kept is not None and name in kept]
+        if held and kept is not None:
+            lines = dict(zip((name for name, _ in host.skipped), skipped, strict=True))
+            for name, why in held:
+                configs.append(kept[name])
+                lines[name] = f"server {name!r} still serves its last good version: {why}"
+            skipped = list(lines.values())
         read = [f"{args.config}: read as {host.host}, {len(host.upstreams) + len(host.skipped)} server(s)"]
         read += host.filter_notes()
     taken = {c.name for c in configs}
@@ -434,7 +446,8 @@ async def _watch_config(args: argparse.Namespace, pool: UpstreamPool) -> None:
     async for _ in changes:
         try:
             # In a worker thread: whatever is now at the path, reading it must not hold up the clients.
-            configs, skipped, read = await anyio.to_thread.run_sync(_configs, args)
+            serving = {name: upstream.config for name, upstream in pool.upstreams.items()}
+            configs, skipped, read = await anyio.to_thread.run_sync(_configs, args, serving)
         except Exception as exc:  # ConfigError, or a bug: either way the last good config keeps serving
             if not isinstance(exc, ConfigError):
                 logger.exception("reading %s failed", path)
