@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 from mcp_pd._search import SearchDocument, SearchIndex
@@ -313,3 +314,41 @@ async def test_credentials_in_the_endpoint_url_reach_no_client_and_no_cache(tmp_
                 assert "operator" not in ranking["model"]
     stored = b"".join(path.read_bytes() for path in cache.rglob("*") if path.is_file())
     assert stored and password.encode() not in stored and b"operator:" not in stored
+
+
+@pytest.mark.anyio
+@pytest.mark.req("PDX-EMBED-04")
+async def test_searches_a_dripping_endpoint_stalls_never_hold_up_another_clients_big_result(tmp_path: Path) -> None:
+    from gateway.gwtest import http_gateway, stdio, write_config
+    from mcp.client.streamable_http import streamable_http_client
+
+    big = stdio(sys.executable, str(ROOT / "tests" / "gateway" / "big_server.py"), mark="search-endpoint")
+    config = write_config(tmp_path / "servers.json", {"big": big})
+    # The catalog and the first query are embedded; every later reply drips for ever.
+    with endpoint("drip", good=2) as server:
+        flags = ["--mode", "catalog", "--embeddings-url", server.url, "--embeddings-model", MODEL]
+        gateway = http_gateway(config, tmp_path / "gateway.log", *flags, "--embeddings-timeout", "10")
+        async with (
+            gateway as url,
+            Client(url, cache=None) as alice,
+            Client(streamable_http_client(url, max_sse_event_size=64 << 20), cache=None) as bob,
+        ):
+            await _hybrid(alice, "return a big text")
+            described = await bob.call_tool("describe_tools", {"tools": ["big"]})
+            assert not described.is_error, described
+            answers: list[dict[str, Any]] = []
+
+            async def search(i: int) -> None:
+                answers.append((await _search(alice, f"a text of {i} megabytes, please"))[1])
+
+            async with anyio.create_task_group() as tg:
+                for i in range(41):  # more than the worker threads of the gateway's process (40)
+                    tg.start_soon(search, i)
+                await anyio.sleep(1.0)
+                began = time.monotonic()
+                with anyio.fail_after(30):
+                    result = await bob.call_tool("call_tool", {"name": "big", "arguments": {"mb": 8}})
+                took = time.monotonic() - began
+            assert not result.is_error, result
+            assert took < 5.0, f"bob's 8 MiB result waited {took:.1f} s for a worker thread"
+            assert len(answers) == 41 and all(a["ranking"] == "lexical" for a in answers), answers[:3]
