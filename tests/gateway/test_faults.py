@@ -234,3 +234,20 @@ async def test_http_upstream_that_forgets_the_session_is_reinitialized(tmp_path:
     finally:
         upstream.terminate()
         upstream.wait(timeout=10)
+
+
+@pytest.mark.req("PDX-UPSTREAM-01")
+async def test_an_answer_that_is_not_utf8_fails_its_call_at_once(tmp_path: Path, mark: str) -> None:
+    config = write_config(tmp_path / "servers.json", {"garbage": stdio(sys.executable, str(GARBAGE), mark=mark)})
+    # The call timeout is the default (300 s): a dropped answer would keep each call waiting that long.
+    async with connect(gateway_params("--config", str(config))) as client:
+        await describe(client, "latin1", "ok")
+        # On the pipe's path (the lane's and the pool's) and on the SDK's (a call that reports progress).
+        for progress_callback in (None, _ignore_progress):
+            began = time.monotonic()
+            with anyio.fail_after(30), pytest.raises(MCPError) as failed:
+                await client.call_tool("latin1", {}, progress_callback=progress_callback)
+            assert time.monotonic() - began < 10
+            message = failed.value.message
+            assert "upstream 'garbage'" in message and "is not valid UTF-8 (byte 0xe9 at offset" in message, message
+            assert _text(await client.call_tool("ok", {})) == "ok"  # and it keeps serving

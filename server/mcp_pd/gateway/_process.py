@@ -43,7 +43,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from ._config import UpstreamConfig
-from ._lines import MAX_LINE, OFF_LOOP, LineReader, Oversized, decode
+from ._lines import KEEP, MAX_LINE, OFF_LOOP, LineReader, Oversized, decode, frame
 from ._watchdog import group_alive, signal_group
 
 __all__ = ["OnAnswer", "Pending", "StdioProcess", "Watchdog"]
@@ -377,8 +377,7 @@ class StdioProcess:
         try:
             return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
         except ValueError:
-            self._noise(line)
-            return None
+            return self._unreadable(line)
 
     async def _parse_big(self, line: bytes) -> SessionMessage | None:
         """`_answered` or `_parse` for a line of `OFF_LOOP` bytes or more: decoded in a worker thread (the reader
@@ -386,8 +385,7 @@ class StdioProcess:
         try:
             message = await decode(line)
         except (ValueError, RecursionError):
-            self._noise(line)
-            return None
+            return self._unreadable(line)
         request_id = message.get("id") if isinstance(message, dict) else None
         pending = self._waiting.get(request_id) if isinstance(request_id, str) else None
         if pending is not None and ("result" in message or "error" in message):
@@ -398,6 +396,38 @@ class StdioProcess:
         except ValidationError:
             self._noise(line)
             return None
+
+    def _unreadable(self, line: bytes) -> SessionMessage | None:
+        """A line that cannot be decoded (not UTF-8, not JSON). When its first and last bytes say it answers a
+        request, that request fails now, saying why (rather than wait for its timeout, 300 s by default); a request
+        of the upstream's gets an error; anything else is noise (servers that log on stdout exist)."""
+        kind, request_id = frame(line[:KEEP], line[-KEEP:]) or (None, None)
+        if request_id is None:
+            self._noise(line)
+            return None
+        try:
+            line.decode("utf-8")
+            why = "is not valid JSON"
+        except UnicodeDecodeError as exc:
+            why = f"is not valid UTF-8 (byte 0x{line[exc.start]:02x} at offset {exc.start})"
+        logger.warning("upstream %r wrote a message that %s (a %s, id %r)", self.config.name, why, kind, request_id)
+        if kind == "request":
+            self._reply_error(request_id, f"the gateway could not read a message that {why}")
+            return None
+        error = types.ErrorData(
+            code=types.INTERNAL_ERROR,
+            message=f"upstream '{self.config.name}' answered with a message that {why}; it was discarded (MCP "
+            "messages are UTF-8 JSON: the upstream has a bug, or a tool returned bytes it did not encode)",
+        )
+        return self._fail(request_id, error)
+
+    def _fail(self, request_id: int | str, error: types.ErrorData) -> SessionMessage | None:
+        """`error` as the answer to `request_id`: handed to the lane's request, or to the session (None: handed)."""
+        pending = self._waiting.get(request_id) if isinstance(request_id, str) else None
+        if pending is not None:
+            pending.answer({"jsonrpc": "2.0", "id": request_id, "error": error.model_dump(exclude_none=True)})
+            return None
+        return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
     def _noise(self, line: bytes) -> None:
         # Servers that print logs on stdout exist; one stray line must not cost the session.
@@ -425,11 +455,7 @@ class StdioProcess:
                 "Ask for less at a time (a page, a range, a smaller file).",
                 data={"size": line.size, "limit": line.limit},
             )
-            pending = self._waiting.get(request_id) if isinstance(request_id, str) else None
-            if pending is not None:
-                pending.answer({"jsonrpc": "2.0", "id": request_id, "error": error.model_dump(exclude_none=True)})
-                return None
-            return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+            return self._fail(request_id, error)
         if kind is not None:  # a notification: nobody waits for it
             logger.warning("upstream %r wrote a message of %s (a notification; dropped)", name, line.describe())
             return None
