@@ -22,7 +22,19 @@ import anyio
 
 from ._slices import loads
 
-__all__ = ["CHUNK", "KEEP", "MAX_LINE", "OFF_LOOP", "Frame", "LineReader", "Oversized", "decode", "frame", "megabytes"]
+__all__ = [
+    "CHUNK",
+    "KEEP",
+    "MAX_LINE",
+    "OFF_LOOP",
+    "Frame",
+    "LineReader",
+    "Oversized",
+    "decode",
+    "frame",
+    "megabytes",
+    "undecodable",
+]
 
 # One message per line and results of tens of MB are legitimate (a file read whole); past this a line is refused.
 MAX_LINE: Final = 64 << 20
@@ -82,6 +94,20 @@ def frame(head: bytes, tail: bytes) -> Frame | None:
     if leading[1] == b"method":
         return "request", request_id
     return ("response", request_id) if request_id is not None else None
+
+
+def undecodable(line: bytes) -> tuple[tuple[Literal["response", "request"], int | str], str] | None:
+    """For a line that cannot be decoded: what it is, when its ends say which request it is or answers, and why it
+    cannot be read ("is not valid UTF-8 (byte 0xe9 at offset 71)", "is not valid JSON"); None when they do not
+    say (noise)."""
+    kind, request_id = frame(line[:KEEP], line[-KEEP:]) or (None, None)
+    if kind is None or request_id is None:
+        return None
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (kind, request_id), f"is not valid UTF-8 (byte 0x{line[exc.start]:02x} at offset {exc.start})"
+    return (kind, request_id), "is not valid JSON"
 
 
 def _id(raw: bytes) -> int | str | None:

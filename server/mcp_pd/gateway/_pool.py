@@ -33,6 +33,7 @@ from pydantic import ValidationError
 from mcp_pd import __version__
 
 from ._bridge import ClientBridge
+from ._coalesce import Coalesced
 from ._config import UpstreamConfig
 from ._failures import UpstreamUnavailable, call_failure, explain, remember, session_forgotten, went_away
 from ._process import OnAnswer, Pending, StdioProcess, Watchdog
@@ -79,6 +80,7 @@ class Upstream:
         self._recycle = anyio.Event()
         self._recycle_reason = ""
         self._reinit = False
+        self.relists = Coalesced(self._relist, f"re-listing upstream {config.name!r}")  # list_changed floods: bounded
 
     @property
     def name(self) -> str:
@@ -249,8 +251,8 @@ class Upstream:
         return listed
 
     async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification) and self.pool.task_group is not None:
-            self.pool.task_group.start_soon(self._relist)
+        if isinstance(message, types.ToolListChangedNotification):
+            self.relists.request(self.pool.task_group)
 
     async def _relist(self) -> None:
         session = self.session

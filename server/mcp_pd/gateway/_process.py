@@ -43,10 +43,10 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from ._config import UpstreamConfig
-from ._lines import KEEP, MAX_LINE, OFF_LOOP, LineReader, Oversized, decode, frame
+from ._lines import MAX_LINE, OFF_LOOP, LineReader, Oversized, decode, undecodable
 from ._watchdog import group_alive, signal_group
 
-__all__ = ["OnAnswer", "Pending", "StdioProcess", "Watchdog"]
+__all__ = ["OnAnswer", "Pending", "StderrLog", "StdioProcess", "Watchdog"]
 
 logger = logging.getLogger("mcp_pd.gateway")
 
@@ -190,6 +190,40 @@ def _die_with_parent(parent: int) -> Callable[[], None] | None:
     return preexec
 
 
+class StderrLog:
+    """An upstream's stderr, the operator's: copied to the gateway's stderr (`errlog`, unless quiet), its last lines
+    kept for the log line written when the process ends on its own; never in what clients are told (they can hold
+    arguments, paths, secrets)."""
+
+    def __init__(self, name: str, errlog: TextIO | None) -> None:
+        self.name = name
+        self.errlog = errlog
+        self.lines: deque[str] = deque(maxlen=20)
+        self.closed = anyio.Event()
+
+    def tail(self, lines: int = 5) -> str:
+        return " | ".join(list(self.lines)[-lines:])
+
+    async def read(self, stream: asyncio.StreamReader) -> None:
+        buffer = b""
+        try:
+            while chunk := await stream.read(_READ_CHUNK):
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                buffer = buffer[-_READ_CHUNK:]
+                for raw in lines:
+                    self._line(raw)
+            self._line(buffer)  # a last line without a newline (a crash often writes one)
+        finally:
+            self.closed.set()
+
+    def _line(self, raw: bytes) -> None:
+        line = raw.decode(errors="replace").rstrip()
+        if line:
+            self.lines.append(line[:500])
+            if self.errlog is not None:
+                print(f"[{self.name}] {line}", file=self.errlog, flush=True)
+
+
 class StdioProcess:
     """One stdio upstream as an MCP client transport (`async with` yields the read and write streams).
 
@@ -211,8 +245,7 @@ class StdioProcess:
         self.exited = anyio.Event()
         self.noise = 0
         self.fault: str | None = None  # why the gateway stopped it, when it did so for something it wrote
-        self._stderr: deque[str] = deque(maxlen=20)
-        self._stderr_closed = anyio.Event()
+        self.stderr = StderrLog(config.name, errlog)
         self._stdin: asyncio.StreamWriter | None = None
         self._waiting: dict[str, Pending] = {}
         self._ids = itertools.count(1)
@@ -223,12 +256,8 @@ class StdioProcess:
             | None
         ) = None
 
-    def stderr_tail(self, lines: int = 5) -> str:
-        """The last lines the process wrote on stderr: the operator's (they can hold arguments, paths, secrets)."""
-        return " | ".join(list(self._stderr)[-lines:])
-
     def exit_reason(self) -> str:
-        """Why the process ended, in words fit for any client: never its stderr (`stderr_tail` is logged)."""
+        """Why the process ended, in words fit for any client: never its stderr (`stderr.tail()` is logged)."""
         if self.fault is not None:
             return self.fault
         code = self.returncode
@@ -275,7 +304,8 @@ class StdioProcess:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._read_stdout, proc, read_writer)
                 tg.start_soon(self._write_stdin, proc, write_reader)
-                tg.start_soon(self._read_stderr, proc)
+                assert proc.stderr is not None
+                tg.start_soon(self.stderr.read, proc.stderr)
                 tg.start_soon(self._watch_exit, proc)
                 try:
                     yield read_stream, write_stream
@@ -401,15 +431,11 @@ class StdioProcess:
         """A line that cannot be decoded (not UTF-8, not JSON). When its first and last bytes say it answers a
         request, that request fails now, saying why (rather than wait for its timeout, 300 s by default); a request
         of the upstream's gets an error; anything else is noise (servers that log on stdout exist)."""
-        kind, request_id = frame(line[:KEEP], line[-KEEP:]) or (None, None)
-        if request_id is None:
+        found = undecodable(line)
+        if found is None:
             self._noise(line)
             return None
-        try:
-            line.decode("utf-8")
-            why = "is not valid JSON"
-        except UnicodeDecodeError as exc:
-            why = f"is not valid UTF-8 (byte 0x{line[exc.start]:02x} at offset {exc.start})"
+        (kind, request_id), why = found
         logger.warning("upstream %r wrote a message that %s (a %s, id %r)", self.config.name, why, kind, request_id)
         if kind == "request":
             self._reply_error(request_id, f"the gateway could not read a message that {why}")
@@ -490,31 +516,11 @@ class StdioProcess:
                 except (BrokenPipeError, ConnectionResetError):
                     return  # the process is gone; its stdout EOF ends the session
 
-    async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
-        assert proc.stderr is not None
-        buffer = b""
-        try:
-            while chunk := await proc.stderr.read(_READ_CHUNK):
-                *lines, buffer = (buffer + chunk).split(b"\n")
-                buffer = buffer[-_READ_CHUNK:]
-                for raw in lines:
-                    self._stderr_line(raw)
-            self._stderr_line(buffer)  # a last line without a newline (a crash often writes one)
-        finally:
-            self._stderr_closed.set()
-
-    def _stderr_line(self, raw: bytes) -> None:
-        line = raw.decode(errors="replace").rstrip()
-        if line:
-            self._stderr.append(line[:500])
-            if self.errlog is not None:
-                print(f"[{self.config.name}] {line}", file=self.errlog, flush=True)
-
     async def _log_exit(self) -> None:
         """An upstream that ended on its own: its last stderr lines go to the operator's log (never to clients)."""
         with anyio.move_on_after(_STDERR_DRAIN):
-            await self._stderr_closed.wait()
-        tail = self.stderr_tail()
+            await self.stderr.closed.wait()
+        tail = self.stderr.tail()
         logger.warning(
             "upstream %r: %s%s",
             self.config.name,
