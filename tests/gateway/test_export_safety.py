@@ -173,7 +173,7 @@ async def test_after_a_lazy_start_the_live_definition_decides(tmp_path: Path, ma
     assert "Adds a note (the upstream's new wording)." in text
 
 
-@pytest.mark.req("PDX-FILES-03")
+@pytest.mark.req("PDX-UPSTREAM-03")
 async def test_a_fifo_in_the_cache_folder_never_hangs_the_start(tmp_path: Path, mark: str) -> None:
     tools = [_tool("ok_tool", "A fine tool."), _tool("piped", "A tool whose cached file becomes a FIFO.")]
     config = write_config(tmp_path / "servers.json", {"named": _named(mark, tools)})
