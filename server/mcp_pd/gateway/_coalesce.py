@@ -44,10 +44,12 @@ class Coalesced:
         self.requests += 1
         if self._pending:
             return  # the run already asked for starts after this request: it covers it
-        self._pending = True
-        if not self._running and task_group is not None:
+        if not self._running:
+            if task_group is None:
+                return  # nothing runs (the pool is not open): nothing is left pending either
             self._running = True
             task_group.start_soon(self._run, name=self._what)
+        self._pending = True
 
     async def _run(self) -> None:
         try:
