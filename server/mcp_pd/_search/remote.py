@@ -271,7 +271,7 @@ class OpenAIEmbedder:
                         f"embeddings endpoint {self.shown}: reply of {declared} bytes, over {_REPLY_LIMIT}"
                     )
                 if reply.status_code != 200:
-                    raise self._refusal(reply)
+                    raise self._refusal(reply, deadline)
                 chunks: list[bytes] = []
                 size = 0
                 for chunk in reply.iter_bytes():
@@ -292,13 +292,13 @@ class OpenAIEmbedder:
         except ValueError as exc:
             raise EndpointError(f"embeddings endpoint {self.shown}: not an embeddings reply ({exc})") from None
 
-    def _refusal(self, reply: Any) -> EndpointError:
-        """An error reply: its status for the error (which clients may see), its body for the operator's log only
-        (it may quote a client's query)."""
+    def _refusal(self, reply: Any, deadline: float) -> EndpointError:
+        """An error reply: its status for the error (which clients may see), the start of its body (read until
+        the deadline at most) for the operator's log only (it may quote a client's query)."""
         excerpt = b""
         for chunk in reply.iter_bytes():
             excerpt += chunk
-            if len(excerpt) >= _BODY_LOGGED:
+            if len(excerpt) >= _BODY_LOGGED or time.monotonic() > deadline:
                 break
         status = reply.status_code
         text = excerpt[:_BODY_LOGGED].decode("utf-8", "replace")
