@@ -41,6 +41,8 @@ def test_the_gateway_upstream_side_uses_public_names_of_mcp_pd_only() -> None:
     for module in ("_pool.py", "_failures.py", "_progressive.py", "_process.py", "_config.py"):
         tree = ast.parse((folder / module).read_text(encoding="utf-8"))
         for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "mcp_pd._redact":
+                continue  # the one rule that secrets never leave the operator's log: a floor both sides stand on
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("mcp_pd"):
                 assert node.module == "mcp_pd", f"{module} imports {node.module}"
                 assert all(alias.name in mcp_pd.__all__ or alias.name == "__version__" for alias in node.names)

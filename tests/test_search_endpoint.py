@@ -13,17 +13,19 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 from mcp_pd._search import SearchDocument, SearchIndex
 from mcp_pd._search.embeddings import default_embedder
 from mcp_pd._search.remote import EndpointError, OpenAIEmbedder, endpoint_url
-from pdtest import CATALOGS, ROOT, _wait_for_port, free_port, serve_params, stop_process
+from pdtest import CATALOGS, ROOT, _wait_for_port, free_port, http_command, serve_params, stop_process
 
 pytestmark = pytest.mark.slow  # model servers and mcp-pd processes
 
@@ -225,3 +227,128 @@ def test_cli_refuses_half_configured_endpoints(tmp_path: Path) -> None:
     ):
         done = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=60)
         assert done.returncode != 0 and said in done.stderr, (extra, done.stderr)
+
+
+def _answer_within(seconds: float, work: Any) -> tuple[list[Any], float]:
+    """`work()` on a thread of its own: what it returned (nothing if it did not return within `seconds`), and how
+    long it took."""
+    done: list[Any] = []
+    worker = threading.Thread(target=lambda: done.append(work()), daemon=True)
+    began = time.monotonic()
+    worker.start()
+    worker.join(timeout=seconds)
+    return done, time.monotonic() - began
+
+
+@pytest.mark.req("PDX-EMBED-01")
+def test_a_dripping_endpoint_is_given_up_at_the_deadline_of_the_whole_reply() -> None:
+    docs = _docs("mcp-server-memory")
+    # The catalog is embedded; then every reply sends its headers and a space every 0.2 s, for ever.
+    with endpoint("drip", good=1) as server:
+        remote = OpenAIEmbedder(server.url, MODEL, timeout=1.0, retry_after=60.0)
+        index = SearchIndex(remote)
+        index.upsert(docs)
+        done, took = _answer_within(20.0, lambda: index.search("remember that Alice prefers tea"))
+        remote.close()
+    assert done, "the search never answered: a read timeout that each dripped byte renews is no deadline"
+    assert took < 2.5, took  # the deadline of 1 s, for the whole reply
+    assert done[0].ranking == "lexical" and done[0].hits
+    assert "timed out after 1 s" in done[0].degraded, done[0].degraded
+
+
+@pytest.mark.req("PDX-EMBED-02")
+def test_a_huge_reply_is_given_up_at_the_cap_while_it_is_read() -> None:
+    with endpoint("huge") as server:
+        remote = OpenAIEmbedder(server.url, MODEL, timeout=120.0, retry_after=0.0)
+        tracemalloc.start()
+        try:
+            with pytest.raises(EndpointError, match="reply over 67108864 bytes"):
+                remote.embed(["anything"])
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+            remote.close()
+    # Read up to the cap (64 MiB), never the 400 MB whole.
+    assert peak < 100 << 20, f"{peak / (1 << 20):.0f} MiB held while reading"
+
+
+@pytest.mark.anyio
+@pytest.mark.req("PDX-EMBED-03")
+async def test_one_clients_refused_query_costs_no_other_client_its_vectors_or_its_privacy(tmp_path: Path) -> None:
+    defs = small_catalog(tmp_path / "defs")
+    secret = "alice-private-phrase-73"
+    with endpoint("picky") as server:
+        serve = [sys.executable, "-m", "mcp_pd", "serve", "--simulate", "--descriptions", str(defs)]
+        flags = ["--mode", "catalog", "--no-cache", "--embeddings-url", server.url, "--embeddings-model", MODEL]
+        with http_command([*serve, *flags, "--transport", "http", "--port"]) as url:
+            async with Client(url, cache=None) as alice, Client(url, cache=None) as bob:
+                await _hybrid(alice, "read the contents of a text file")
+                # The endpoint refuses alice's query (HTTP 400), quoting it: her search is answered lexically.
+                rows, ranking = await _search(alice, f"forbidden {secret} read a file")
+                assert rows and ranking["ranking"] == "lexical", ranking
+                assert "refused this input (HTTP 400)" in ranking["why"], ranking
+                assert secret not in json.dumps(ranking)  # what the endpoint said stays in the operator's log
+                # Bob's searches still rank with vectors, and nothing of alice's query reaches him.
+                for query in ("list the files in a folder", "move a file"):
+                    rows, ranking = await _search(bob, query)
+                    assert ranking["ranking"] == "hybrid", ranking
+                    assert secret not in json.dumps(rows) + json.dumps(ranking)
+
+
+@pytest.mark.anyio
+@pytest.mark.req("PDX-SECRET-03")
+async def test_credentials_in_the_endpoint_url_reach_no_client_and_no_cache(tmp_path: Path) -> None:
+    defs = small_catalog(tmp_path / "defs")
+    cache = tmp_path / "cache"
+    password = "pw-s3cret-9f2c41"
+    with endpoint() as server:
+        with_credentials = server.url.replace("http://", f"http://operator:{password}@")
+        flags = ["--embeddings-url", with_credentials, "--embeddings-model", MODEL, "--cache", str(cache)]
+        args = ["--simulate", "--descriptions", str(defs), "--mode", "catalog", *flags]
+        async with Client(serve_params(*args), cache=None) as alice, Client(serve_params(*args), cache=None) as bob:
+            for client in (alice, bob):
+                await _hybrid(client, "read the contents of a text file")
+                rows, ranking = await _search(client, "move a file")
+                assert ranking["model"] == f"openai:{MODEL}@{server.url.removeprefix('http://')}/v1/embeddings"
+                assert password not in json.dumps(rows) + json.dumps(ranking)
+                assert "operator" not in ranking["model"]
+    stored = b"".join(path.read_bytes() for path in cache.rglob("*") if path.is_file())
+    assert stored and password.encode() not in stored and b"operator:" not in stored
+
+
+@pytest.mark.anyio
+@pytest.mark.req("PDX-EMBED-04")
+async def test_searches_a_dripping_endpoint_stalls_never_hold_up_another_clients_big_result(tmp_path: Path) -> None:
+    from gateway.gwtest import http_gateway, stdio, write_config
+    from mcp.client.streamable_http import streamable_http_client
+
+    big = stdio(sys.executable, str(ROOT / "tests" / "gateway" / "big_server.py"), mark="search-endpoint")
+    config = write_config(tmp_path / "servers.json", {"big": big})
+    # The catalog and the first query are embedded; every later reply drips for ever.
+    with endpoint("drip", good=2) as server:
+        flags = ["--mode", "catalog", "--embeddings-url", server.url, "--embeddings-model", MODEL]
+        gateway = http_gateway(config, tmp_path / "gateway.log", *flags, "--embeddings-timeout", "10")
+        async with (
+            gateway as url,
+            Client(url, cache=None) as alice,
+            Client(streamable_http_client(url, max_sse_event_size=64 << 20), cache=None) as bob,
+        ):
+            await _hybrid(alice, "return a big text")
+            described = await bob.call_tool("describe_tools", {"tools": ["big"]})
+            assert not described.is_error, described
+            answers: list[dict[str, Any]] = []
+
+            async def search(i: int) -> None:
+                answers.append((await _search(alice, f"a text of {i} megabytes, please"))[1])
+
+            async with anyio.create_task_group() as tg:
+                for i in range(41):  # more than the worker threads of the gateway's process (40)
+                    tg.start_soon(search, i)
+                await anyio.sleep(1.0)
+                began = time.monotonic()
+                with anyio.fail_after(30):
+                    result = await bob.call_tool("call_tool", {"name": "big", "arguments": {"mb": 8}})
+                took = time.monotonic() - began
+            assert not result.is_error, result
+            assert took < 5.0, f"bob's 8 MiB result waited {took:.1f} s for a worker thread"
+            assert len(answers) == 41 and all(a["ranking"] == "lexical" for a in answers), answers[:3]

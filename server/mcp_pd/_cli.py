@@ -407,8 +407,10 @@ def _serve(args: argparse.Namespace) -> int:
     from mcp.server.stdio import stdio_server
 
     from ._extension import _lowlevel
+    from ._redact import redact_logs
 
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    redact_logs()  # no token, key or URL credential in the operator's log either
     http = http_settings(args, "serve")  # refused before anything is loaded
     server, pd, label = _build(args)
     lowlevel = _lowlevel(server)

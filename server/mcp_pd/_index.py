@@ -40,6 +40,12 @@ _ANSWERED: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVa
 # After embedding the catalog failed (a model server down), try again this many seconds later.
 _RETRY_VECTORS: Final = 30.0
 
+# Searches running in worker threads at once (the rest wait on the event loop, holding no thread). A search is
+# CPU-bound but for its query's vector, which a model server may be slow to give (each request has a deadline):
+# searches must never take every worker thread of the process, which others (big results decoded off the loop in
+# the gateway) need too.
+_SEARCH_THREADS: Final = 4
+
 # A first build whose vectors are on disk but for at most this many tools embeds those inline (about 30 ms each)
 # and answers its first search with vectors; with more missing it answers lexically until they are embedded.
 _INLINE_EMBED: Final = 64
@@ -67,6 +73,7 @@ class CatalogIndex:
         self._syncing: asyncio.Future[SearchIndex] | None = None
         self._upgrade: asyncio.Future[None] | None = None
         self._vector_error = ""  # why the last attempt to embed the catalog failed ("" when it did not)
+        self._threads = anyio.CapacityLimiter(_SEARCH_THREADS)
 
     @property
     def semantic(self) -> bool:
@@ -241,7 +248,7 @@ class CatalogIndex:
         _ANSWERED.set(None)
         index = await self.ready()
         call = functools.partial(_search, index, query, limit=limit, category=category, allowed=allowed)
-        result, cached = await anyio.to_thread.run_sync(call)
+        result, cached = await anyio.to_thread.run_sync(call, limiter=self._threads)
         _ANSWERED.set(self._answered(index, result, cached))
         return result
 

@@ -59,8 +59,8 @@ def _is_definition_file(path: Path) -> bool:
     return path.suffix == ".json" and not path.name.startswith((".", "#", "~"))
 
 
-def _read_regular(path: Path) -> bytes:
-    """The bytes of a regular file (symlinks followed), at most MAX_FILE_BYTES; anything else is refused.
+def _read_regular(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file (symlinks followed), at most `limit` bytes; anything else is refused.
 
     Opened non-blocking and checked with fstat on the open descriptor: a FIFO named `x.json` must not hang the
     server, and a link to /dev/zero (which stat reports as size 0) must not be read until memory runs out.
@@ -70,18 +70,18 @@ def _read_regular(path: Path) -> bytes:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise ValueError("not a regular file (a FIFO, device, socket or directory); definitions are plain files")
-        if info.st_size > MAX_FILE_BYTES:
-            raise ValueError(f"file is {info.st_size} bytes; definitions are limited to {MAX_FILE_BYTES}")
+        if info.st_size > limit:
+            raise ValueError(f"file is {info.st_size} bytes; definitions are limited to {limit}")
         chunks: list[bytes] = []
         size = 0
-        while size <= MAX_FILE_BYTES:
-            chunk = os.read(fd, min(1 << 16, MAX_FILE_BYTES + 1 - size))
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 16, limit + 1 - size))
             if not chunk:
                 break
             chunks.append(chunk)
             size += len(chunk)
-        if size > MAX_FILE_BYTES:
-            raise ValueError(f"file grew past {MAX_FILE_BYTES} bytes while being read")
+        if size > limit:
+            raise ValueError(f"file grew past {limit} bytes while being read")
         return b"".join(chunks)
     finally:
         os.close(fd)

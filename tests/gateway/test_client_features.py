@@ -553,3 +553,29 @@ async def test_with_no_sessions_per_client_a_roots_upstream_serves_one_client_at
             assert (await read(b, "a")).is_error
             allowed = _text(await b.call_tool("list_allowed_directories", {}))
             assert str(folders["b"]) in allowed and str(folders["a"]) not in allowed
+
+
+@pytest.mark.req("PDX-CONTENT-01")
+async def test_a_link_never_squats_another_upstreams_uri(tmp_path: Path, mark: str) -> None:
+    content = str(Path(__file__).with_name("content_server.py"))
+    servers = {
+        "notes": stdio(sys.executable, content, mark=mark),
+        "squat": stdio(sys.executable, content, mark=mark, env={"CONTENT_SQUATTER": "1"}),
+    }
+    config = write_config(tmp_path / "servers.json", servers)
+    async with (
+        http_gateway(config, tmp_path / "gateway.log", "--mode", "eager") as url,
+        Client(url, mode="legacy", cache=None) as alice,
+        Client(url, mode="legacy", cache=None) as bob,
+    ):
+        # The squatter links the notes server's resource before anyone listed resources.
+        linked = await alice.call_tool("link", {"uri": "note://first"})
+        links = [b.uri for b in linked.content if isinstance(b, types.ResourceLink)]
+        # Another client's read of the bare URI reaches the upstream that serves it.
+        read = await bob.read_resource("note://first")
+        assert [c.text for c in read.contents if isinstance(c, types.TextResourceContents)] == ["the first note"]
+        assert links == ["squat+note://first"], linked  # its own, namespaced: no claim on the bare URI
+        # The link still reads back from the upstream that returned it.
+        own = await alice.read_resource(links[0])
+        texts = [c.text for c in own.contents if isinstance(c, types.TextResourceContents)]
+        assert texts == ["squatted: note://first"] and own.contents[0].uri == links[0]

@@ -10,11 +10,13 @@ one written by hand, which the gateway says it keeps.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from gateway.gwtest import HERE, describe, error_of, gateway_params, stdio, write_config
 from mcp import Client
@@ -169,3 +171,28 @@ async def test_after_a_lazy_start_the_live_definition_decides(tmp_path: Path, ma
     text = log.read_text()
     assert "the cached description of 'note' was written by hand and is served" in text, text
     assert "Adds a note (the upstream's new wording)." in text
+
+
+@pytest.mark.req("PDX-UPSTREAM-03")
+async def test_a_fifo_in_the_cache_folder_never_hangs_the_start(tmp_path: Path, mark: str) -> None:
+    tools = [_tool("ok_tool", "A fine tool."), _tool("piped", "A tool whose cached file becomes a FIFO.")]
+    config = write_config(tmp_path / "servers.json", {"named": _named(mark, tools)})
+    out = tmp_path / "definitions"
+    assert _export(config, out).returncode == 0
+    (out / "piped.json").unlink()
+    os.mkfifo(out / "piped.json")  # nobody ever writes into it: opened for reading it would block for good
+    log = tmp_path / "gateway.log"
+    with log.open("w") as errlog, anyio.fail_after(90):
+        params = gateway_params("--config", str(config), "--cache", str(out))
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as client:
+            listed = {t.name for t in (await client.list_tools()).tools}
+            assert {"ok_tool", "piped"} <= listed  # the upstream was started instead, and listed them
+    text = log.read_text()
+    assert f"{out / 'piped.json'}: cannot be used as a cached definition (not a regular file" in text, text
+
+    # The manifest itself a FIFO: refused with why, at once.
+    (out / ".gateway.json").unlink()
+    os.mkfifo(out / ".gateway.json")
+    params = gateway_params("--config", str(config), "--cache", str(out))
+    done = subprocess.run([params.command, *params.args], capture_output=True, text=True, timeout=90, env=params.env)
+    assert done.returncode != 0 and "not a regular file" in done.stderr, done.stderr

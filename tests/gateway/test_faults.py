@@ -23,6 +23,7 @@ from gateway.gwtest import (
     error_of,
     eventually,
     gateway_params,
+    http_gateway,
     marked_pids,
     stdio,
     wait_for_no_pids,
@@ -234,3 +235,56 @@ async def test_http_upstream_that_forgets_the_session_is_reinitialized(tmp_path:
     finally:
         upstream.terminate()
         upstream.wait(timeout=10)
+
+
+@pytest.mark.req("PDX-UPSTREAM-01")
+async def test_an_answer_that_is_not_utf8_fails_its_call_at_once(tmp_path: Path, mark: str) -> None:
+    config = write_config(tmp_path / "servers.json", {"garbage": stdio(sys.executable, str(GARBAGE), mark=mark)})
+    # The call timeout is the default (300 s): a dropped answer would keep each call waiting that long.
+    async with connect(gateway_params("--config", str(config))) as client:
+        await describe(client, "latin1", "ok")
+        # On the pipe's path (the lane's and the pool's) and on the SDK's (a call that reports progress).
+        for progress_callback in (None, _ignore_progress):
+            began = time.monotonic()
+            with anyio.fail_after(30), pytest.raises(MCPError) as failed:
+                await client.call_tool("latin1", {}, progress_callback=progress_callback)
+            assert time.monotonic() - began < 10
+            message = failed.value.message
+            assert "upstream 'garbage'" in message and "is not valid UTF-8 (byte 0xe9 at offset" in message, message
+            assert _text(await client.call_tool("ok", {})) == "ok"  # and it keeps serving
+
+
+@pytest.mark.req("PDX-UPSTREAM-02")
+async def test_a_flood_of_list_changed_costs_a_bounded_number_of_relists_and_announcements(
+    tmp_path: Path, mark: str
+) -> None:
+    config = write_config(tmp_path / "servers.json", {"garbage": stdio(sys.executable, str(GARBAGE), mark=mark)})
+    heard: dict[str, int] = {"alice": 0, "bob": 0}
+
+    def counter(who: str) -> Any:
+        async def on_message(message: Any) -> None:
+            if isinstance(message, types.ToolListChangedNotification):
+                heard[who] += 1
+
+        return on_message
+
+    async with (
+        http_gateway(config, tmp_path / "gateway.log", "--mode", "eager") as url,
+        Client(url, mode="legacy", cache=None, message_handler=counter("alice")) as alice,
+        Client(url, mode="legacy", cache=None, message_handler=counter("bob")) as bob,
+    ):
+        for client in (alice, bob):  # each connection seen by the gateway: both hear its announcements
+            assert "counted" in {t.name for t in (await client.list_tools()).tools}
+        assert _text(await alice.call_tool("flood", {"n": 2000})) == "flooded"
+        await anyio.sleep(3.0)  # the notices are read and handled; a few re-listings at most
+
+        async def settled() -> bool:  # no notice is lost: the listing served is the upstream's latest
+            listings = int(_text(await bob.call_tool("lists", {})))
+            tools = {t.name: t.description for t in (await bob.list_tools()).tools}
+            return tools["counted"] == f"Listing {listings}."
+
+        await eventually(settled, "the last listing to be served")
+        listings = int(_text(await bob.call_tool("lists", {})))
+        assert listings <= 10, f"{listings} listings for one burst of 2000 notices"
+        assert heard["alice"] <= 10 and heard["bob"] <= 10, heard
+        assert heard["alice"] >= 1 and heard["bob"] >= 1, heard  # the change was announced

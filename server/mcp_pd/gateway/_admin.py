@@ -6,10 +6,11 @@ seconds unless it shows a search. Each upstream's state, process id, starts, las
 latency; its tools with their listed line, how often they were described, and their calls answered, refused and
 failed apart; the config entries skipped (and why) or the last reload; tools left out (task-only); how many
 sessions hold grants; the latest refusals by code; in catalog mode a search box showing the ranked hits and why.
-Never shows configuration values (commands, arguments, environment, headers) or tokens. Who may open it is
-decided at the door (`mcp_pd._http.OperatorAccess`: the operator token, or loopback clients while there is neither
-an operator token nor client tokens; the Host/Origin check first). Reads the pool, the gateway, the extension and
-the metrics tallies; changes nothing.
+Never shows configuration values (commands, arguments, environment, headers) or tokens: every reason and note is
+written through `mcp_pd._redact` (an error that quotes a header value or a URL's credentials included). Who may
+open it is decided at the door (`mcp_pd._http.OperatorAccess`: the operator token, or loopback clients while there
+is neither an operator token nor client tokens; the Host/Origin check first). Reads the pool, the gateway, the
+extension and the metrics tallies; changes nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import time
 from collections.abc import Sized
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
+
+from mcp_pd._redact import redact
 
 if TYPE_CHECKING:
     from mcp_pd import ProgressiveDisclosure
@@ -69,6 +72,11 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _said(value: object) -> str:
+    """A reason or note (text built from errors, which may quote configuration), without secrets, escaped."""
+    return _e(redact(str(value)))
+
+
 def _table(header: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{_e(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
@@ -100,7 +108,7 @@ async def _page(
                 f"<span class={_e(state)} data-upstream-state={_e(name)}>{_e(state)}</span>",
                 _e(upstream.pid or "-"),
                 _e(upstream.starts),
-                _e(upstream.reason or "-"),
+                _said(upstream.reason or "-"),
                 _e(len(upstream.tools) if upstream.tools is not None else "-"),
                 _e(pool.client_sessions_live(name)),
                 _percentiles(metrics.upstream_seconds.get(name) if metrics else None),
@@ -119,9 +127,9 @@ async def _page(
         ),
     ]
     if pool.config_note:
-        parts.append(f"<p id=config-note>Config: {_e(pool.config_note)}</p>")
-    parts += [f"<p class=name-note>Names: {_e(note)}</p>" for note in gateway.name_notes]
-    parts += [f"<p class=task-note>Tasks: {_e(note)}</p>" for note in gateway.task_notes]
+        parts.append(f"<p id=config-note>Config: {_said(pool.config_note)}</p>")
+    parts += [f"<p class=name-note>Names: {_said(note)}</p>" for note in gateway.name_notes]
+    parts += [f"<p class=task-note>Tasks: {_said(note)}</p>" for note in gateway.task_notes]
     held = len(pd.grants) if isinstance(pd.grants, Sized) else None
     parts.append(
         "<h2>Grants</h2><p>"
@@ -167,7 +175,7 @@ async def _search(pd: ProgressiveDisclosure, query: str) -> str:
     if found.abstained:
         return (
             form
-            + f"<p id=search-result>Abstained ({_e(found.reason)}); {_e(why)}. Categories: "
+            + f"<p id=search-result>Abstained ({_e(found.reason)}); {_said(why)}. Categories: "
             + _e(", ".join(c for c in found.browse if c))
             + "</p>"
         )
@@ -175,6 +183,6 @@ async def _search(pd: ProgressiveDisclosure, query: str) -> str:
     for i, h in enumerate(found.hits):
         only = ", ".join(found.ties.get(h.name, []))
         rows.append([_e(i + 1), f"<code>{_e(h.name)}</code>", _e(h.category), _e(h.summary), _e(h.score), _e(only)])
-    summary = f"<p id=search-result>{found.total} tool(s) matched; {_e(why)}; confidence {found.confidence}.</p>"
+    summary = f"<p id=search-result>{found.total} tool(s) matched; {_said(why)}; confidence {found.confidence}.</p>"
     table = _table(["#", "tool", "category", "listed line", "score", "only this one says"], rows)
     return form + summary + table

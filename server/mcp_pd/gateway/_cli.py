@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from mcp_pd._http_flags import HttpSettings, http_flags, http_settings
+from mcp_pd._redact import redact_logs
 
 from ._config import (
     MAX_MESSAGE_MIB,
@@ -497,6 +498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`mcp-pd proxy ...` / `mcp-pd export ...` (argv starts with the subcommand)."""
     args = _parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    redact_logs()  # no token, key or URL credential in the operator's log either
     # Refused (SystemExit, with the reason) before any upstream starts, like `mcp-pd serve`.
     http = http_settings(args, "proxy") if args.command == "proxy" else None
     args.semantic = _embeddings(args) if args.command == "proxy" else {}  # a bad --embeddings-* exits here

@@ -4,9 +4,14 @@ Listings are merged live from every upstream that declares the capability (start
 what it would see direct). URIs, templates and prompt names are served as the upstream gives them, and
 namespaced only where two upstreams collide, as tool names are (`_names.py`): a prompt becomes `<upstream>__name`,
 a URI `<upstream>+<uri>`. A read, a prompt or a completion goes back to the upstream that owns the name: one
-listed, one seen in a link, a namespaced one, one matching a single upstream's template, or the only upstream
-that serves resources at all. Resource links and embedded resources in what an upstream returns (tool results,
-prompts, reads) are rewritten the same way, so a link an upstream returned resolves when the client reads it.
+listed, a namespaced one, one matching a single upstream's template, or the only upstream that serves resources
+at all (a URI none of them knows makes the gateway list the upstreams' resources once, until one says its list
+changed). Resource links and embedded resources in what an upstream returns (tool results, prompts, reads) are
+served the same way, so a link an upstream returned resolves when the client reads it, and resolves to that
+upstream: a link keeps its bare URI only where the gateway knows the URI is that upstream's alone (it lists it or
+its template matches, and no other upstream's does) or there is no other upstream; any other link is namespaced.
+A link is therefore never a claim: an upstream that returns a link to another upstream's URI cannot make another
+client's read of that URI reach it.
 An upstream's `resources/list_changed` and `prompts/list_changed` reach every client: handshake-era connections
 as notifications, 2026-07-28 clients on their `subscriptions/listen` streams. What an upstream on its clients'
 roots lists or completes for a client comes from the session holding that client's roots (`_roots.py`), never
@@ -20,7 +25,6 @@ from __future__ import annotations
 import logging
 import re
 import weakref
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeAlias, TypeVar
 
@@ -42,7 +46,6 @@ logger = logging.getLogger("mcp_pd.gateway")
 Context: TypeAlias = ServerRequestContext[Any, Any]
 T = TypeVar("T")
 NAMESPACE: Final = "+"  # a namespaced URI: "<upstream>+<the upstream's uri>"
-_LINKS: Final = 10_000  # URIs remembered from links in results (least recently seen dropped)
 _PAGES: Final = 100
 RESOURCE_NOT_FOUND: Final = -32002  # what MCP servers answer for an unknown resource
 
@@ -55,7 +58,7 @@ class ContentRouter:
         self.bridge = bridge
         self._owners: dict[str, set[str]] = {}  # a listed URI or template -> the upstreams listing it
         self._served: dict[str, tuple[str, str]] = {}  # served URI or template -> (upstream, its own)
-        self._links: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._learned = False  # every upstream's resources listed for routing since the last list change
         self._templates: list[tuple[str, str, re.Pattern[str]]] = []  # (upstream, template, its pattern)
         self._prompts: dict[str, Route] = {}
         # (upstream session, served URI) -> the connections subscribed there: an update of one client's own session
@@ -208,12 +211,15 @@ class ContentRouter:
     async def _resource_route(self, uri: str) -> tuple[str, str] | None:
         if uri in self._served:
             return self._served[uri]
-        if uri in self._links:
-            self._links.move_to_end(uri)
-            return self._links[uri]
         head, sep, rest = uri.partition(NAMESPACE)
         if sep and rest and head in self.pool.upstreams:
             return head, rest
+        if not self._learned:  # a URI no listing has shown yet: learn who lists what, once
+            await self._learn()
+            if uri in self._served:
+                return self._served[uri]
+        if uri in self._owners:
+            return None  # listed by two upstreams: only its namespaced forms are served
         if not self._templates:
             await self._list_templates()
         matched = {name for name, _, pattern in self._templates if pattern.fullmatch(uri)}
@@ -224,19 +230,24 @@ class ContentRouter:
             return serving.pop(), uri
         return None
 
+    async def _learn(self) -> None:
+        """Every upstream's resources listed (their shared sessions) for routing, until one says its list changed."""
+        self._learned = True
+
+        async def page(session: ClientSession, cursor: str | None) -> tuple[list[types.Resource], str | None]:
+            got = await session.list_resources(params=types.PaginatedRequestParams(cursor=cursor))
+            return list(got.resources), got.next_cursor
+
+        listed = await self._gather("resources", page)
+        self._serve({n: [r.uri for r in items] for n, items in listed.items()})
+
     def served_uri(self, upstream: str, uri: str) -> str:
-        """The URI a client reads for `upstream`'s `uri` (remembered, so the read comes back to it)."""
+        """The URI a client reads for `upstream`'s `uri` in what it returned: bare only where the gateway knows
+        the URI is `upstream`'s alone (or there is no other upstream), else namespaced, which always routes back
+        to `upstream`. Never a claim on the bare URI: another client's read of it goes where listings say."""
         owners = set(self._owners.get(uri, ())) | {n for n, _, pattern in self._templates if pattern.fullmatch(uri)}
-        linked = self._links.get(uri)
-        if (owners - {upstream}) or (linked is not None and linked[0] != upstream):
-            shown = f"{upstream}{NAMESPACE}{uri}"
-        else:
-            shown = uri
-        self._links[shown] = (upstream, uri)
-        self._links.move_to_end(shown)
-        while len(self._links) > _LINKS:
-            self._links.popitem(last=False)
-        return shown
+        alone = set(self.pool.upstreams) <= {upstream}
+        return uri if alone or owners == {upstream} else f"{upstream}{NAMESPACE}{uri}"
 
     def rewrite(self, upstream: str, blocks: Sequence[Any]) -> list[Any] | None:
         """`blocks` with their resource links and embedded resources served (None when nothing changed)."""
@@ -297,17 +308,20 @@ class ContentRouter:
     async def _notified(self, key: str, notice: Any) -> None:
         upstream = self.bridge.roots.upstream(key)
         if isinstance(notice, types.ResourceListChangedNotification):
-            self._templates = []  # listed again when a read next needs them
+            self._templates, self._learned = [], False  # listed again when a read next needs them
             await self._list_changed(notice.method, ResourcesListChanged())
         elif isinstance(notice, types.PromptListChangedNotification):
             await self._list_changed(notice.method, PromptsListChanged())
         elif isinstance(notice, types.ResourceUpdatedNotification):
-            shown = self.served_uri(upstream, notice.params.uri)
-            for conn in list(self._subscribers.get((key, shown), ())):
-                try:
-                    await conn.send_resource_updated(shown)
-                except Exception as exc:  # a client that just left must not stop the others hearing
-                    logger.debug("could not pass on a resource update: %s", exc)
+            # The session `key` is the upstream's: a subscription made on it, by the bare URI or the namespaced
+            # one, is to this resource. Each subscriber hears the URI it subscribed to.
+            uri = notice.params.uri
+            for shown in dict.fromkeys((uri, f"{upstream}{NAMESPACE}{uri}")):
+                for conn in list(self._subscribers.get((key, shown), ())):
+                    try:
+                        await conn.send_resource_updated(shown)
+                    except Exception as exc:  # a client that just left must not stop the others hearing
+                        logger.debug("could not pass on a resource update: %s", exc)
 
     async def _list_changed(self, method: str, event: ServerEvent) -> None:
         await self.bridge.notify_clients(method)

@@ -9,7 +9,10 @@ description edited by hand can be told from one copied from the upstream (`Cache
 
 Files are named after tools, and tools are named by upstreams: a name that is not a SEP-986 tool name, starts
 with a dot, or whose file would resolve outside the folder (`../x`, an absolute path, a link out) is skipped with
-a warning, by `export` and by `load_cache` alike; nothing is read or written outside the folder.
+a warning, by `export` and by `load_cache` alike; nothing is read or written outside the folder. Every file is
+read as the description store reads definitions (`mcp_pd._store._read_regular`): only a regular file, opened
+without blocking, of bounded size, so a FIFO or a device named like a cached definition is refused with why
+instead of hanging the gateway's start.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any, Final
 import mcp_types as types
 
 from mcp_pd._model import TOOL_NAME_PATTERN
+from mcp_pd._store import _read_regular
 
 from ._names import assign_names
 from ._server import UPSTREAM_FIELDS, CachedServer
@@ -33,6 +37,8 @@ __all__ = ["MANIFEST", "ExportReport", "definition_file", "load_cache", "write_e
 
 MANIFEST: Final = ".gateway.json"
 FORMAT: Final = 1
+# The manifest names every tool of every upstream (about 100 bytes each): room for far more than any catalog.
+_MANIFEST_BYTES: Final = 32 << 20
 # Fields the upstream owns: refreshed on every export. Everything else in a file is the author's and is kept (the
 # description too, once edited by hand).
 _UPSTREAM_FIELDS: Final = UPSTREAM_FIELDS
@@ -130,7 +136,7 @@ def write_export(
             written[served] = _digest(fresh["description"])
             continue
         try:
-            existing = json.loads(path.read_text(encoding="utf-8"))
+            existing = json.loads(_read_regular(path))
             if not isinstance(existing, dict):
                 raise ValueError("not a JSON object")
         except (OSError, ValueError) as exc:
@@ -175,7 +181,12 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
         return {}
     if path.resolve().parent != directory.resolve():
         raise ValueError(f"{path}: resolves outside {directory} (a link?); not read")
-    data = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(_read_regular(path, _MANIFEST_BYTES))
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("servers"), dict):
         raise ValueError(f"{path}: not a gateway manifest of format {FORMAT}; export again with mcp-pd export")
     return data
@@ -207,7 +218,7 @@ def load_cache(directory: Path, servers: Iterable[str]) -> tuple[dict[str, Cache
                 problems.append(f"{directory / MANIFEST}: tool {_shown(served)} of {server!r} skipped: {why}")
                 continue
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
+                data = json.loads(_read_regular(path))
                 wire = {k: data[k] for k in ("description", *_UPSTREAM_FIELDS) if k in data}
                 tools.append(types.Tool.model_validate({**wire, "name": upstream_name}))
             except (OSError, ValueError, TypeError) as exc:

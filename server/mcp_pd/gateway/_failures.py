@@ -4,18 +4,34 @@
 that died during the call, with when to retry, never what it printed on stderr); `explain` turns what connecting
 raised into one line; `call_failure` sorts a JSON-RPC error of a call into the upstream's own error (passed on), a
 timeout or a closed connection; `session_forgotten` recognises an HTTP upstream that no longer knows the gateway's
-session. Knows nothing about sessions, processes or supervision.
+session. Every reason is written through the one rule that secrets never leave the operator's log
+(`mcp_pd._redact`): an HTTP library that quotes an illegal header value, a URL with its credentials or a token the
+configuration holds (`remember` registers an upstream's) never reaches a client, `/admin` or the log. Knows nothing
+about sessions, processes or supervision.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-__all__ = ["UpstreamUnavailable", "call_failure", "explain", "session_forgotten", "went_away"]
+from mcp_pd._redact import redact, register_env, register_headers, register_url
+
+if TYPE_CHECKING:
+    from ._config import UpstreamConfig
+
+__all__ = ["UpstreamUnavailable", "call_failure", "explain", "remember", "session_forgotten", "went_away"]
+
+
+def remember(config: UpstreamConfig) -> None:
+    """Register what in an upstream's configuration may be a credential (header values, secret-named environment
+    values, a URL's user, password and key-like query values) with the rule that keeps secrets in."""
+    register_headers(config.headers)
+    register_env(config.env)
+    register_url(config.url)
 
 
 class UpstreamUnavailable(Exception):
@@ -23,9 +39,9 @@ class UpstreamUnavailable(Exception):
 
     def __init__(self, server: str, reason: str, *, retry_in: float | None = None) -> None:
         self.server = server
-        self.reason = reason
+        self.reason = redact(reason)  # it reaches clients (the refusal), /admin and the log
         self.retry_in = retry_in
-        super().__init__(f"upstream server '{server}' {reason}")
+        super().__init__(f"upstream server '{server}' {self.reason}")
 
 
 def went_away(server: str, name: str, why: str, retry_in: float | None) -> UpstreamUnavailable:
@@ -45,7 +61,12 @@ def _flatten(exc: BaseException) -> list[BaseException]:
 
 
 def explain(exc: BaseException) -> str:
-    """One line for an exception raised while connecting, without Python internals where it can be helped."""
+    """One line for an exception raised while connecting, without Python internals where it can be helped, and
+    without secrets (an HTTP library refusing a header quotes its value: a pasted token with a trailing blank)."""
+    return redact(_explain(exc))
+
+
+def _explain(exc: BaseException) -> str:
     leaves = _flatten(exc)
     leaf = next((e for e in leaves if not isinstance(e, anyio.get_cancelled_exc_class())), leaves[0])
     if isinstance(leaf, FileNotFoundError):

@@ -22,14 +22,26 @@ import anyio
 
 from ._slices import loads
 
-__all__ = ["CHUNK", "MAX_LINE", "OFF_LOOP", "LineReader", "Oversized", "decode", "megabytes"]
+__all__ = [
+    "CHUNK",
+    "KEEP",
+    "MAX_LINE",
+    "OFF_LOOP",
+    "Frame",
+    "LineReader",
+    "Oversized",
+    "decode",
+    "frame",
+    "megabytes",
+    "undecodable",
+]
 
 # One message per line and results of tens of MB are legitimate (a file read whole); past this a line is refused.
 MAX_LINE: Final = 64 << 20
 # Lines at least this long are decoded in a worker thread: below it a decode costs well under a millisecond.
 OFF_LOOP: Final = 1 << 20
 CHUNK: Final = 1 << 16
-_KEEP: Final = 4096  # of an oversized line: its first and last bytes, which hold its id
+KEEP: Final = 4096  # of an oversized line: its first and last bytes, which hold its id
 
 # `{"jsonrpc":"2.0","id":ID,"result"...` (ids first, as the SDKs write them) or `{"result":...,"id":ID}` (ids last).
 _ID = rb'(-?\d+|"(?:[^"\\]|\\.)*")'
@@ -43,6 +55,10 @@ def megabytes(size: int) -> str:
     return f"{size / (1 << 20):.1f} MiB"
 
 
+# What a message is when it cannot be decoded: ("response", id), ("request", id or None for a notification).
+Frame = tuple[Literal["response", "request"], int | str | None]
+
+
 @dataclass(frozen=True)
 class Oversized:
     """A line longer than the reader's limit, skipped: its size and its first and last bytes."""
@@ -52,25 +68,46 @@ class Oversized:
     head: bytes
     tail: bytes
 
-    def frame(self) -> tuple[Literal["response", "request"], int | str | None] | None:
+    def frame(self) -> Frame | None:
         """("response", id) for an answer, ("request", id or None) for a request or notification, None when its
         first and last bytes do not say."""
-        found = _HEAD_ID.match(self.head)
-        if found is not None:
-            kind: Literal["response", "request"] = "request" if found[2] == b"method" else "response"
-            return kind, _id(found[1])
-        leading = _HEAD_KIND.match(self.head)
-        if leading is None:
-            return None
-        late = _TAIL_ID.search(self.tail)
-        request_id = _id(late[1]) if late is not None else None
-        if leading[1] == b"method":
-            return "request", request_id
-        return ("response", request_id) if request_id is not None else None
+        return frame(self.head, self.tail)
 
     def describe(self) -> str:
         """`80.1 MiB, over the limit of 64.0 MiB per message`."""
         return f"{megabytes(self.size)}, over the limit of {megabytes(self.limit)} per message"
+
+
+def frame(head: bytes, tail: bytes) -> Frame | None:
+    """What a message is, from its first and last bytes alone (for one that cannot be decoded: too long, not UTF-8,
+    not JSON): ("response", id) for an answer, ("request", id or None) for a request or notification, None when
+    they do not say."""
+    found = _HEAD_ID.match(head)
+    if found is not None:
+        kind: Literal["response", "request"] = "request" if found[2] == b"method" else "response"
+        return kind, _id(found[1])
+    leading = _HEAD_KIND.match(head)
+    if leading is None:
+        return None
+    late = _TAIL_ID.search(tail)
+    request_id = _id(late[1]) if late is not None else None
+    if leading[1] == b"method":
+        return "request", request_id
+    return ("response", request_id) if request_id is not None else None
+
+
+def undecodable(line: bytes) -> tuple[tuple[Literal["response", "request"], int | str], str] | None:
+    """For a line that cannot be decoded: what it is, when its ends say which request it is or answers, and why it
+    cannot be read ("is not valid UTF-8 (byte 0xe9 at offset 71)", "is not valid JSON"); None when they do not
+    say (noise)."""
+    kind, request_id = frame(line[:KEEP], line[-KEEP:]) or (None, None)
+    if kind is None or request_id is None:
+        return None
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return (kind, request_id), f"is not valid UTF-8 (byte 0x{line[exc.start]:02x} at offset {exc.start})"
+    return (kind, request_id), "is not valid JSON"
 
 
 def _id(raw: bytes) -> int | str | None:
@@ -127,7 +164,7 @@ class LineReader:
     async def _skip(self) -> Oversized:
         """Drop the rest of an over-long line (the buffer holds its start, no newline), keeping its ends."""
         buffer = self._buffer
-        head, tail, size = bytes(buffer[:_KEEP]), bytes(buffer[-_KEEP:]), len(buffer)
+        head, tail, size = bytes(buffer[:KEEP]), bytes(buffer[-KEEP:]), len(buffer)
         self._buffer, self._searched = bytearray(), 0
         while not self._eof:
             chunk = await self._read(self._chunk)
@@ -137,7 +174,7 @@ class LineReader:
             end = chunk.find(b"\n")
             part = chunk if end < 0 else chunk[:end]
             size += len(part)
-            tail = (tail + part)[-_KEEP:]
+            tail = (tail + part)[-KEEP:]
             if end >= 0:
                 self._buffer += chunk[end + 1 :]
                 break

@@ -33,8 +33,9 @@ from pydantic import ValidationError
 from mcp_pd import __version__
 
 from ._bridge import ClientBridge
+from ._coalesce import Coalesced
 from ._config import UpstreamConfig
-from ._failures import UpstreamUnavailable, call_failure, explain, session_forgotten, went_away
+from ._failures import UpstreamUnavailable, call_failure, explain, remember, session_forgotten, went_away
 from ._filters import filtered
 from ._process import OnAnswer, Pending, StdioProcess, Watchdog
 from ._progressive import ProgressiveUpstream, progressive_settings
@@ -60,6 +61,7 @@ class Upstream:
 
     def __init__(self, config: UpstreamConfig, pool: UpstreamPool, *, key: str | None = None) -> None:
         self.config = config
+        remember(config)  # its credentials are kept out of every reason, page and log line from now on
         self.pool = pool
         self.key = key or config.name  # which session: the shared one's is the name, a client's own `<name>#<n>`
         self.state: State = "idle"
@@ -81,6 +83,7 @@ class Upstream:
         self._recycle_reason = ""
         self._reinit = False
         self.permanent = False  # its last failure will recur whatever the retries (an SSE endpoint as `url`)
+        self.relists = Coalesced(self._relist, f"re-listing upstream {config.name!r}")  # list_changed floods: bounded
 
     @property
     def name(self) -> str:
@@ -187,7 +190,7 @@ class Upstream:
                         transport: Any = process
                     else:
                         assert config.url is not None
-                        http = await stack.enter_async_context(create_mcp_http_client(headers=dict(config.headers)))
+                        http = await stack.enter_async_context(create_mcp_http_client(headers=_sent(config.headers)))
                         transport = streamable_http_client(config.url, http_client=http)
                     client = Client(
                         transport,
@@ -250,8 +253,8 @@ class Upstream:
         return listed
 
     async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification) and self.pool.task_group is not None:
-            self.pool.task_group.start_soon(self._relist)
+        if isinstance(message, types.ToolListChangedNotification):
+            self.relists.request(self.pool.task_group)
 
     async def _relist(self) -> None:
         session = self.session
@@ -638,6 +641,12 @@ async def _restart_in(upstream: Upstream, session: ClientSession) -> float | Non
         while upstream.state == "ready" and upstream.session is session:
             await anyio.sleep(0.01)
     return max(0.0, upstream.retry_at - time.monotonic()) if upstream.state == "failed" else None
+
+
+def _sent(headers: Mapping[str, str]) -> dict[str, str]:
+    """Header values as sent: leading and trailing blanks are not part of a value (RFC 9110 5.5), and a pasted
+    token often ends with one, which HTTP libraries refuse outright (quoting the value)."""
+    return {key: value.strip() for key, value in headers.items()}
 
 
 def _call_params(name: str, arguments: dict[str, Any] | None, meta: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -43,10 +43,10 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from ._config import UpstreamConfig
-from ._lines import MAX_LINE, OFF_LOOP, LineReader, Oversized, decode
+from ._lines import MAX_LINE, OFF_LOOP, LineReader, Oversized, decode, undecodable
 from ._watchdog import group_alive, signal_group
 
-__all__ = ["OnAnswer", "Pending", "StdioProcess", "Watchdog"]
+__all__ = ["OnAnswer", "Pending", "StderrLog", "StdioProcess", "Watchdog"]
 
 logger = logging.getLogger("mcp_pd.gateway")
 
@@ -190,6 +190,40 @@ def _die_with_parent(parent: int) -> Callable[[], None] | None:
     return preexec
 
 
+class StderrLog:
+    """An upstream's stderr, the operator's: copied to the gateway's stderr (`errlog`, unless quiet), its last lines
+    kept for the log line written when the process ends on its own; never in what clients are told (they can hold
+    arguments, paths, secrets)."""
+
+    def __init__(self, name: str, errlog: TextIO | None) -> None:
+        self.name = name
+        self.errlog = errlog
+        self.lines: deque[str] = deque(maxlen=20)
+        self.closed = anyio.Event()
+
+    def tail(self, lines: int = 5) -> str:
+        return " | ".join(list(self.lines)[-lines:])
+
+    async def read(self, stream: asyncio.StreamReader) -> None:
+        buffer = b""
+        try:
+            while chunk := await stream.read(_READ_CHUNK):
+                *lines, buffer = (buffer + chunk).split(b"\n")
+                buffer = buffer[-_READ_CHUNK:]
+                for raw in lines:
+                    self._line(raw)
+            self._line(buffer)  # a last line without a newline (a crash often writes one)
+        finally:
+            self.closed.set()
+
+    def _line(self, raw: bytes) -> None:
+        line = raw.decode(errors="replace").rstrip()
+        if line:
+            self.lines.append(line[:500])
+            if self.errlog is not None:
+                print(f"[{self.name}] {line}", file=self.errlog, flush=True)
+
+
 class StdioProcess:
     """One stdio upstream as an MCP client transport (`async with` yields the read and write streams).
 
@@ -211,8 +245,7 @@ class StdioProcess:
         self.exited = anyio.Event()
         self.noise = 0
         self.fault: str | None = None  # why the gateway stopped it, when it did so for something it wrote
-        self._stderr: deque[str] = deque(maxlen=20)
-        self._stderr_closed = anyio.Event()
+        self.stderr = StderrLog(config.name, errlog)
         self._stdin: asyncio.StreamWriter | None = None
         self._waiting: dict[str, Pending] = {}
         self._ids = itertools.count(1)
@@ -223,12 +256,8 @@ class StdioProcess:
             | None
         ) = None
 
-    def stderr_tail(self, lines: int = 5) -> str:
-        """The last lines the process wrote on stderr: the operator's (they can hold arguments, paths, secrets)."""
-        return " | ".join(list(self._stderr)[-lines:])
-
     def exit_reason(self) -> str:
-        """Why the process ended, in words fit for any client: never its stderr (`stderr_tail` is logged)."""
+        """Why the process ended, in words fit for any client: never its stderr (`stderr.tail()` is logged)."""
         if self.fault is not None:
             return self.fault
         code = self.returncode
@@ -275,7 +304,8 @@ class StdioProcess:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._read_stdout, proc, read_writer)
                 tg.start_soon(self._write_stdin, proc, write_reader)
-                tg.start_soon(self._read_stderr, proc)
+                assert proc.stderr is not None
+                tg.start_soon(self.stderr.read, proc.stderr)
                 tg.start_soon(self._watch_exit, proc)
                 try:
                     yield read_stream, write_stream
@@ -377,8 +407,7 @@ class StdioProcess:
         try:
             return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
         except ValueError:
-            self._noise(line)
-            return None
+            return self._unreadable(line)
 
     async def _parse_big(self, line: bytes) -> SessionMessage | None:
         """`_answered` or `_parse` for a line of `OFF_LOOP` bytes or more: decoded in a worker thread (the reader
@@ -386,8 +415,7 @@ class StdioProcess:
         try:
             message = await decode(line)
         except (ValueError, RecursionError):
-            self._noise(line)
-            return None
+            return self._unreadable(line)
         request_id = message.get("id") if isinstance(message, dict) else None
         pending = self._waiting.get(request_id) if isinstance(request_id, str) else None
         if pending is not None and ("result" in message or "error" in message):
@@ -398,6 +426,34 @@ class StdioProcess:
         except ValidationError:
             self._noise(line)
             return None
+
+    def _unreadable(self, line: bytes) -> SessionMessage | None:
+        """A line that cannot be decoded (not UTF-8, not JSON). When its first and last bytes say it answers a
+        request, that request fails now, saying why (rather than wait for its timeout, 300 s by default); a request
+        of the upstream's gets an error; anything else is noise (servers that log on stdout exist)."""
+        found = undecodable(line)
+        if found is None:
+            self._noise(line)
+            return None
+        (kind, request_id), why = found
+        logger.warning("upstream %r wrote a message that %s (a %s, id %r)", self.config.name, why, kind, request_id)
+        if kind == "request":
+            self._reply_error(request_id, f"the gateway could not read a message that {why}")
+            return None
+        error = types.ErrorData(
+            code=types.INTERNAL_ERROR,
+            message=f"upstream '{self.config.name}' answered with a message that {why}; it was discarded (MCP "
+            "messages are UTF-8 JSON: the upstream has a bug, or a tool returned bytes it did not encode)",
+        )
+        return self._fail(request_id, error)
+
+    def _fail(self, request_id: int | str, error: types.ErrorData) -> SessionMessage | None:
+        """`error` as the answer to `request_id`: handed to the lane's request, or to the session (None: handed)."""
+        pending = self._waiting.get(request_id) if isinstance(request_id, str) else None
+        if pending is not None:
+            pending.answer({"jsonrpc": "2.0", "id": request_id, "error": error.model_dump(exclude_none=True)})
+            return None
+        return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
     def _noise(self, line: bytes) -> None:
         # Servers that print logs on stdout exist; one stray line must not cost the session.
@@ -432,11 +488,7 @@ class StdioProcess:
                 "Ask for less at a time (a page, a range, a smaller file).",
                 data={"size": line.size, "limit": line.limit},
             )
-            pending = self._waiting.get(request_id) if isinstance(request_id, str) else None
-            if pending is not None:
-                pending.answer({"jsonrpc": "2.0", "id": request_id, "error": error.model_dump(exclude_none=True)})
-                return None
-            return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+            return self._fail(request_id, error)
         if kind is not None:  # a notification: nobody waits for it
             logger.warning("upstream %r wrote a message of %s (a notification; dropped)", name, line.describe())
             return None
@@ -471,31 +523,11 @@ class StdioProcess:
                 except (BrokenPipeError, ConnectionResetError):
                     return  # the process is gone; its stdout EOF ends the session
 
-    async def _read_stderr(self, proc: asyncio.subprocess.Process) -> None:
-        assert proc.stderr is not None
-        buffer = b""
-        try:
-            while chunk := await proc.stderr.read(_READ_CHUNK):
-                *lines, buffer = (buffer + chunk).split(b"\n")
-                buffer = buffer[-_READ_CHUNK:]
-                for raw in lines:
-                    self._stderr_line(raw)
-            self._stderr_line(buffer)  # a last line without a newline (a crash often writes one)
-        finally:
-            self._stderr_closed.set()
-
-    def _stderr_line(self, raw: bytes) -> None:
-        line = raw.decode(errors="replace").rstrip()
-        if line:
-            self._stderr.append(line[:500])
-            if self.errlog is not None:
-                print(f"[{self.config.name}] {line}", file=self.errlog, flush=True)
-
     async def _log_exit(self) -> None:
         """An upstream that ended on its own: its last stderr lines go to the operator's log (never to clients)."""
         with anyio.move_on_after(_STDERR_DRAIN):
-            await self._stderr_closed.wait()
-        tail = self.stderr_tail()
+            await self.stderr.closed.wait()
+        tail = self.stderr.tail()
         logger.warning(
             "upstream %r: %s%s",
             self.config.name,
