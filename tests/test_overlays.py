@@ -39,7 +39,7 @@ async def _read(client: Client, name: str) -> dict[str, Any]:
 
 @pytest.mark.req("PDX-OVERLAY-01")
 async def test_an_overlay_with_only_name_and_examples_reaches_the_resource_read(tmp_path: Path) -> None:
-    example = {"description": "Remember the milk", "arguments": {"text": "buy milk"}}
+    example = {"description": "Remember the milk", "input": {"text": "buy milk"}}
     (tmp_path / "add_note.json").write_text(json.dumps({"name": "add_note", "examples": [example]}))
     app, pd = _app(tmp_path)
     async with Client(app, mode="legacy", cache=None) as client:
@@ -77,13 +77,13 @@ async def test_an_overlay_for_a_tool_the_server_does_not_have_is_reported_with_i
 
 @pytest.mark.req("PDX-OVERLAY-01")
 def test_lint_reports_every_files_problems_with_its_path(tmp_path: Path) -> None:
-    (tmp_path / "add_note.json").write_text(json.dumps({"examples": [{"arguments": {"text": "x"}}]}))  # an overlay
+    (tmp_path / "add_note.json").write_text(json.dumps({"examples": [{"input": {"text": "x"}}]}))  # an overlay
     (tmp_path / "broken.json").write_text("{not json")
     whole = {
         "name": "find",
         "description": "Find notes.",
         "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}},
-        "examples": [{"arguments": {"q": 3}}],
+        "examples": [{"input": {"q": 3}}],
     }
     (tmp_path / "find.json").write_text(json.dumps(whole))
     (tmp_path / "other.json").write_text(json.dumps({**whole, "examples": []}))  # named for another tool
