@@ -6,6 +6,7 @@ file names are printed escaped; an example spelled `"arguments"` gets a note."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,7 +48,9 @@ def folder(tmp_path: Path, files: dict[str, object]) -> Path:
     return directory
 
 
-OUTSIDE_ENUM = {"get_note.json": {"examples": [{"description": "a rich note", "input": {"note_id": 1, "style": "bold"}}]}}
+OUTSIDE_ENUM = {
+    "get_note.json": {"examples": [{"description": "a rich note", "input": {"note_id": 1, "style": "bold"}}]}
+}
 UNKNOWN = {"get_notes.json": {"name": "get_notes", "description": "Get notes.", "inputSchema": {"type": "object"}}}
 
 
@@ -149,3 +152,25 @@ def test_an_example_spelled_arguments_is_read_with_a_note(tmp_path: Path) -> Non
     (note,) = [line for line in lines if ": note: " in line]
     assert note.startswith(f"{directory / 'find.json'}: note: example 1") and '"input"' in note
     assert "1 problem(s), 1 note(s)" in done.stderr
+
+
+@pytest.mark.anyio
+@pytest.mark.req("PDX-FASTMCP-03")
+@pytest.mark.parametrize("root_logging", ["", "import logging; logging.basicConfig(level=logging.ERROR)\n"])
+async def test_a_fastmcp_servers_definition_warnings_reach_its_author(tmp_path: Path, root_logging: str) -> None:
+    """As FastMCP's docs configure logging (`basicConfig(level=ERROR)`), or not at all: the warnings about a file are
+    on the server's stderr, with their level and logger, once a client has listed."""
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    directory = folder(tmp_path, {**OUTSIDE_ENUM, **UNKNOWN})
+    server = tmp_path / "server.py"
+    server.write_text(root_logging + LITERAL_SERVER)
+    params = StdioServerParameters(command=sys.executable, args=[str(server), str(directory)], env=dict(os.environ))
+    log = tmp_path / "stderr.log"
+    with log.open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as client:  # type: ignore[arg-type]
+            assert "get_note" in {t.name for t in (await client.list_tools()).tools}
+    said = log.read_text()
+    assert f"WARNING mcp_pd.store: tool definition problem: {directory / 'get_note.json'}: examples[0]" in said, said
+    assert f"WARNING mcp_pd.store: {directory / 'get_notes'}.json describes a tool this server does not have" in said
