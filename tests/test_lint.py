@@ -174,3 +174,23 @@ async def test_a_fastmcp_servers_definition_warnings_reach_its_author(tmp_path: 
     said = log.read_text()
     assert f"WARNING mcp_pd.store: tool definition problem: {directory / 'get_note.json'}: examples[0]" in said, said
     assert f"WARNING mcp_pd.store: {directory / 'get_notes'}.json describes a tool this server does not have" in said
+
+
+@pytest.mark.slow
+@pytest.mark.req("PDX-FASTMCP-03")
+def test_the_suites_report_carries_a_fastmcp_servers_warnings(tmp_path: Path) -> None:
+    """The suite shows a stdio server's stderr lines at warning level or above; FastMCP's root logger printed ours
+    without a level, so a FastMCP author never saw them in the report."""
+    directory = folder(tmp_path, {**OUTSIDE_ENUM, **UNKNOWN})
+    server = tmp_path / "server.py"
+    server.write_text(LITERAL_SERVER)
+    done = subprocess.run(
+        [sys.executable, "-m", "mcp_pd", "check", "--stdio", f"{sys.executable} {server} {directory}"],
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    report = done.stdout + done.stderr
+    assert "the server warned on stderr" in report, report[-3000:]
+    assert f"{directory / 'get_note.json'}: examples[0]" in report
+    assert f"{directory / 'get_notes'}.json describes a tool this server does not have" in report
