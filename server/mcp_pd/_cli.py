@@ -450,7 +450,9 @@ def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
         if not args.descriptions.is_dir():
             raise SystemExit(f"mcp-pd serve: {args.descriptions} is not a directory")
         server, pd = serve_simulation(args.descriptions, **options)
-        return server, pd, f"SIMULATION of {args.descriptions}"
+        from ._display import printable
+
+        return server, pd, f"SIMULATION of {printable(args.descriptions)}"
     app, pd = build_reference_server(args.descriptions, database=args.database, **options)
     return app, pd, "reference project tracker"
 
