@@ -83,3 +83,25 @@ async def test_an_unversioned_tool_refuses_any_version(tmp_path: Path) -> None:
         error = document(refused)["error"]
         assert error["code"] == "IMPLEMENTATION_NOT_DESCRIBED" and error["described"] is None
         assert not (await client.call_tool_mcp("hello", {})).is_error
+
+
+@pytest.mark.req("PDX-FASTMCP-02", "PDX-OVERLAY-02")
+async def test_a_definition_file_cannot_name_another_version(tmp_path: Path) -> None:
+    """A file whose `_meta` names v1 would make v1 "the described one": the tool's own version is served instead."""
+    log = tmp_path / "ran.jsonl"
+    definitions = tmp_path / "defs"
+    definitions.mkdir()
+    overlay = {"description": "Find notes by a word.", "_meta": {"fastmcp": {"version": "1.0"}, "team": "notes"}}
+    (definitions / "notes.json").write_text(json.dumps(overlay))
+    app = build(log)
+    pd = ProgressiveDisclosure(definitions).install(app)  # type: ignore[arg-type]
+    async with Client(app) as client:
+        listed = {t.name: t for t in await client.list_tools()}
+        assert listed["notes"].meta is not None and listed["notes"].meta["fastmcp"]["version"] == "2.0"
+        assert listed["notes"].meta["team"] == "notes"  # the rest of the file's _meta is served
+        await client.read_resource(selection_uri(["notes"]))
+        refused = await client.call_tool_mcp("notes", {"note_id": 1}, meta={"fastmcp": {"version": "1.0"}})
+        assert document(refused)["error"]["code"] == "IMPLEMENTATION_NOT_DESCRIBED"
+    (problem,) = pd.store.problems
+    assert problem.source == str(definitions / "notes.json") and "fastmcp.version" in problem.reason
+    assert ran(log) == []

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ._selectors import SELECTORS, selections
+
 __all__ = [
     "ANNOTATION_KEYWORDS",
     "SAFETY_HINTS",
@@ -119,6 +121,25 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_NONE: Final = object()
+
+
+def _with_selections(meta: Mapping[str, Any], own: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`meta` (a file's `_meta`) with each selector key as the tool's own `_meta` has it (or left out)."""
+    served = json.loads(json.dumps(meta))  # a deep copy of plain JSON
+    for path in SELECTORS:
+        node = served
+        for key in path[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            continue
+        node.pop(path[-1], None)
+        value = selections(own).get(".".join(path), _NONE)
+        if value is not _NONE:
+            node[path[-1]] = value
+    return dict(served)
+
+
 def schema_difference(registered: Mapping[str, Any], given: Mapping[str, Any]) -> str | None:
     """Where `given` (a file's schema) accepts or rejects other arguments than `registered` (the tool's), said as a
     path and both values; None when they differ only in what annotates (descriptions, titles, examples)."""
@@ -155,6 +176,18 @@ def judge_overlay(
             f"annotations claim the tool is safer than it says it is ({said}); the tool's own hints are served. A "
             "file may only make hints more cautious: change the hint where the tool is registered"
         )
+    meta, own_meta = given.get("_meta"), registered.get("_meta")
+    if "_meta" in gave and isinstance(meta, Mapping):
+        own_picks = selections(own_meta if isinstance(own_meta, Mapping) else None)
+        moved = {path for path, value in selections(meta).items() if own_picks.get(path, _NONE) != value}
+        if moved:
+            # The implementation a call may select is the listed one's (I-42): a file naming another would authorize it.
+            served_meta = _with_selections(meta, own_meta if isinstance(own_meta, Mapping) else None)
+            verdict.updates["_meta"] = served_meta or None
+            verdict.reasons.append(
+                f"its _meta names another implementation than the tool's ({', '.join(sorted(moved))}); the tool's is "
+                "served. A file cannot choose which implementation a call runs: leave these keys out"
+            )
     for key, what in (("inputSchema", "parameters"), ("outputSchema", "results")):
         mine, theirs = registered.get(key), given.get(key)
         if key not in gave or not isinstance(mine, Mapping) or not isinstance(theirs, Mapping):

@@ -591,11 +591,17 @@ class Catalog:
                 updates[attr] = tool[key]
         # What a file may change of the tool it meets (`_overlay`): what the rule refuses takes the tool's value.
         wins = frozenset(self.listed_wins(name))
-        mine = {"inputSchema": schema, "outputSchema": tool.get("outputSchema"), "annotations": tool.get("annotations")}
+        mine = {
+            "inputSchema": schema,
+            "outputSchema": tool.get("outputSchema"),
+            "annotations": tool.get("annotations"),
+            "_meta": tool.get("_meta"),
+        }
         theirs = {
             "inputSchema": file_def.input_schema,
             "outputSchema": file_def.output_schema,
             "annotations": file_def.annotations,
+            "_meta": file_def.meta,
         }
         verdict = judge_overlay(mine, theirs, fields=given - wins)
         for key, value in verdict.updates.items():
