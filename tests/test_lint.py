@@ -194,3 +194,20 @@ def test_the_suites_report_carries_a_fastmcp_servers_warnings(tmp_path: Path) ->
     assert "the server warned on stderr" in report, report[-3000:]
     assert f"{directory / 'get_note.json'}: examples[0]" in report
     assert f"{directory / 'get_notes'}.json describes a tool this server does not have" in report
+
+
+@pytest.mark.req("PDX-LINT-01", "PDX-LINT-02")
+def test_lint_against_a_server_over_http(tmp_path: Path) -> None:
+    from pdtest import http_command
+
+    directory = folder(tmp_path, {"delete_note.json": {"annotations": {"destructiveHint": False}}, **UNKNOWN})
+    with http_command([sys.executable, str(FASTMCP_APP), "--http"]) as url:
+        done = lint(directory, "--url", url, "--header", "X-Lint: yes")
+        wrong = lint(directory, "--url", url.replace("/mcp", "/nothing"))
+    lines = done.stdout.splitlines()
+    assert done.returncode == 1 and len(lines) == 2, lines
+    assert any("delete_note.json: annotations claim" in line and "destructiveHint" in line for line in lines), lines
+    assert any("get_notes.json: the server has no tool named 'get_notes'" in line for line in lines), lines
+    # A wrong URL is a person's mistake: said in one line, no traceback.
+    assert wrong.returncode != 0 and "cannot read the server's tools (--url" in wrong.stderr
+    assert "Traceback" not in wrong.stderr, wrong.stderr
