@@ -12,6 +12,7 @@ server's served definition, read from its descriptions resource where it has one
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
 import logging
@@ -28,6 +29,8 @@ __all__ = ["lint", "lint_parser", "registered_tools"]
 # Names per read of the descriptions resource (well under any server's cap on one selection).
 _BATCH: Final = 20
 _META_TOOLS: Final = frozenset({"search_tools", "browse_tools", "call_tool"})
+# Marks a tool whose definition could not be read (only its name is known).
+_UNREAD: Final = "mcp-pd-lint/unread"
 
 
 def lint_parser(sub: Any) -> None:
@@ -97,9 +100,8 @@ def lint(args: argparse.Namespace) -> int:
 def _registered(args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]] | None, str]:
     """The server's tools (wire form, by name) and how lint came by them; None without a server."""
     if args.listing is not None:
-        return _from_listing(
-            args.listing
-        ), f"judged against the {len(_from_listing(args.listing))} tools listed in " + (printable(args.listing))
+        listed = _from_listing(args.listing)
+        return listed, f"judged against the {len(listed)} tools listed in {printable(args.listing)}"
     if args.stdio is None and args.url is None:
         return None, "not judged against a server (give --stdio, --url or --listing to judge overlays and names)"
     headers: dict[str, str] = {}
@@ -181,17 +183,28 @@ async def registered_tools(
         minimal = [n for n, t in tools.items() if t.get("inputSchema") == MINIMAL_INPUT_SCHEMA]
         if not minimal:
             return tools, "tools/list"
+        unread: list[str] = []
         for start in range(0, len(minimal), _BATCH):
             batch = minimal[start : start + _BATCH]
+            document: Any = None
             try:
                 read = await client.read_resource(selection_uri(batch))
                 document = json.loads(read.contents[0].text)  # type: ignore[union-attr]
             except (MCPError, ValueError, AttributeError, IndexError):
-                return tools, "tools/list; the descriptions resource could not be read"
+                if "describe_tools" in tools:  # a server without the resource may still have the describe tool
+                    with contextlib.suppress(MCPError, ValueError, AttributeError, IndexError):
+                        result = await client.call_tool("describe_tools", {"tools": batch})
+                        document = json.loads(result.content[0].text)  # type: ignore[union-attr]
             for name in batch:
                 entry = document.get(name) if isinstance(document, dict) else None
                 if isinstance(entry, dict) and isinstance(entry.get("inputSchema"), dict):
                     tools[name] = entry
+                else:
+                    # Only the minimal listing: its placeholder schema and missing hints say nothing of the tool.
+                    tools[name] = {"name": name, _UNREAD: True}
+                    unread.append(name)
+    if unread:
+        return tools, f"their served definitions; {len(unread)} could not be read, judged by name only"
     return tools, "their served definitions"
 
 
@@ -216,6 +229,8 @@ def judge_file(store: Any, name: str, registered: Mapping[str, Mapping[str, Any]
             f"the server has no tool named '{name}'{hint}; the server does not serve this file: rename it to the "
             "name of the tool it describes, or remove it"
         ]
+    if tool.get(_UNREAD):
+        return []  # its definition could not be read: nothing to judge the file against but its name
     given = store.given(name)
     wire = definition.model_dump(mode="json", by_alias=True, exclude_none=True)
     verdict = judge_overlay(tool, wire, fields=given)
