@@ -211,3 +211,13 @@ def test_lint_against_a_server_over_http(tmp_path: Path) -> None:
     # A wrong URL is a person's mistake: said in one line, no traceback.
     assert wrong.returncode != 0 and "cannot read the server's tools (--url" in wrong.stderr
     assert "Traceback" not in wrong.stderr, wrong.stderr
+
+
+@pytest.mark.req("PDX-LINT-01")
+def test_lint_against_a_catalog_mode_server_says_what_to_do(tmp_path: Path) -> None:
+    """Catalog mode lists its meta-tools, not the catalog: judging names against them would call every file wrong."""
+    directory = folder(tmp_path, UNKNOWN)
+    done = lint(directory, "--stdio", f"{sys.executable} -m mcp_pd serve --mode catalog --lexical")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "serves catalog mode" in done.stderr and "--mode progressive" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -120,10 +120,10 @@ def _registered(args: argparse.Namespace) -> tuple[dict[str, dict[str, Any]] | N
             f"mcp-pd lint: cannot read the server's tools ({'--stdio' if args.stdio is not None else '--url'} "
             f"{printable(target)}): {printable(_why(exc))}"
         ) from None
-    if tools and set(tools) <= _META_TOOLS | {"describe_tools"} and "browse_tools" in tools:
+    if set(tools) >= _META_TOOLS:  # catalog mode lists its meta-tools (and pinned ones), not the catalog
         raise SystemExit(
-            "mcp-pd lint: the server lists only catalog mode's meta-tools; lint against it in progressive mode "
-            "(e.g. mcp-pd serve --mode progressive) or give its --listing"
+            "mcp-pd lint: the server serves catalog mode (its listing is the meta-tools, not the catalog); lint "
+            "against it in progressive mode (e.g. mcp-pd serve --mode progressive) or give its --listing"
         )
     return tools, f"judged against the server's {len(tools)} tools ({how})"
 
