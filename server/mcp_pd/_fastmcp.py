@@ -192,6 +192,9 @@ def show_warnings() -> None:
     warning of ours: a broken definition file then goes unsaid. Unless the author configured `mcp_pd` (or the root
     logger shows warnings somewhere), ours get a stderr handler of their own, as FastMCP's have.
     """
+    settings = getattr(sys.modules.get("fastmcp"), "settings", None)
+    if getattr(settings, "log_enabled", True) is False:
+        return  # the author turned FastMCP's logging off: ours stays as the root logger has it
     ours = logging.getLogger("mcp_pd")
     if ours.handlers or ours.level != logging.NOTSET:
         return  # the author's choice
