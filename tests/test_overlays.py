@@ -217,3 +217,27 @@ async def test_the_suite_never_runs_a_destructive_tool_an_overlay_calls_read_onl
     ran = {json.loads(line)["tool"] for line in log.read_text().splitlines()} if log.exists() else set()
     assert "delete_note" not in ran, render(report)
     assert ran, render(report)  # the suite did run the tools that are read-only
+
+
+@pytest.mark.req("PDX-OVERLAY-02")
+def test_a_refusal_is_forgotten_once_the_tool_itself_says_it(tmp_path: Path) -> None:
+    """The file stays; the tool's code is changed to say what the file said: the problem no longer holds."""
+    from mcp_pd._store import Catalog, DescriptionStore
+
+    (tmp_path / "tidy.json").write_text(json.dumps({"annotations": {"readOnlyHint": True}}))
+    catalog = Catalog(DescriptionStore(tmp_path))
+    schema = {"type": "object", "properties": {}}
+    catalog.update([{"name": "tidy", "description": "Tidy up.", "inputSchema": schema}], complete=True)
+    full = catalog.full("tidy")
+    assert full is not None and full.get("annotations", {}).get("readOnlyHint") is not True
+    assert [p.source for p in catalog.store.problems] == [str(tmp_path / "tidy.json")]
+    read_only = {
+        "name": "tidy",
+        "description": "Tidy up.",
+        "inputSchema": schema,
+        "annotations": {"readOnlyHint": True},
+    }
+    catalog.update([read_only], complete=True)
+    full = catalog.full("tidy")
+    assert full is not None and full["annotations"] == {"readOnlyHint": True}
+    assert catalog.store.problems == []

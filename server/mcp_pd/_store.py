@@ -299,6 +299,11 @@ class DescriptionStore:
         """Record (and log once) a problem found outside the files, e.g. a registered tool that cannot be served."""
         self._set_problem(problem)
 
+    def resolved(self, source: str) -> None:
+        """Forget what `report` said of `source` once it no longer holds (a file's own read problems stay)."""
+        if source not in self._broken:
+            self._problems.pop(source, None)
+
     def _set_problem(self, problem: Problem) -> None:
         if self._problems.get(problem.source) != problem:
             logger.warning("tool definition problem: %s", problem)
@@ -622,8 +627,11 @@ class Catalog:
             reasons.append("; ".join(problems.values()) + " (those examples are not served)")
             kept = [e for i, e in enumerate(merged.examples) if i not in problems]
             merged = merged.model_copy(update={"examples": kept})
+        source = self.store.source(name)
         if reasons:
-            self.store.report(Problem(self.store.source(name), "; ".join(reasons)))
+            self.store.report(Problem(source, "; ".join(reasons)))
+        else:  # e.g. the tool's code now says what the file said: what was reported no longer holds
+            self.store.resolved(source)
         return merged
 
 
