@@ -143,6 +143,8 @@ def _with_selections(meta: Mapping[str, Any], own: Mapping[str, Any] | None) -> 
 def schema_difference(registered: Mapping[str, Any], given: Mapping[str, Any]) -> str | None:
     """Where `given` (a file's schema) accepts or rejects other arguments than `registered` (the tool's), said as a
     path and both values; None when they differ only in what annotates (descriptions, titles, examples)."""
+    if registered == given:  # the usual case (a whole file copied from the tool, a cache, a simulation): no walk
+        return None
     return _first_difference(_normal(registered), _normal(given), "")
 
 
