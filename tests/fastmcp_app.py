@@ -27,8 +27,11 @@ TOKENS: dict[str, dict[str, Any]] = {
 READ_ONLY = {"readOnlyHint": True}
 
 
-def build(*, auth: bool = False, call_log: Path | None = None) -> tuple[FastMCP[Any], ProgressiveDisclosure]:
-    """The server, installed; `call_log`: a JSON line per tool body that really ran."""
+def build(
+    *, auth: bool = False, call_log: Path | None = None, descriptions: Path | None = None
+) -> tuple[FastMCP[Any], ProgressiveDisclosure]:
+    """The server, installed (over `descriptions`, a definitions folder, if given); `call_log`: a JSON line per tool
+    body that really ran."""
     notes: dict[int, str] = {}
 
     def ran(name: str, arguments: dict[str, Any]) -> None:
@@ -79,7 +82,7 @@ def build(*, auth: bool = False, call_log: Path | None = None) -> tuple[FastMCP[
         return len(text)
 
     app.mount(files, namespace="files")
-    pd = ProgressiveDisclosure().install(app)
+    pd = ProgressiveDisclosure(descriptions).install(app)
 
     @app.tool(annotations=READ_ONLY)
     def note_count() -> int:
@@ -95,8 +98,9 @@ def main() -> None:
     parser.add_argument("--http", type=int, metavar="PORT", help="serve Streamable HTTP on 127.0.0.1:PORT")
     parser.add_argument("--auth", action="store_true", help="FastMCP bearer auth (HTTP only)")
     parser.add_argument("--call-log", type=Path, help="append a JSON line per tool that really ran")
+    parser.add_argument("--descriptions", type=Path, help="a folder of definition files (overlays) to install with")
     args = parser.parse_args()
-    app, _ = build(auth=args.auth, call_log=args.call_log)
+    app, _ = build(auth=args.auth, call_log=args.call_log, descriptions=args.descriptions)
     if args.http is None:
         app.run(show_banner=False)
     else:

@@ -13,6 +13,7 @@ requested names as keys.
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -87,8 +88,35 @@ def _examples(entry: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
     return found
 
 
+def _tools_own_schema(disc: Discovery, name: str) -> dict[str, Any] | None:
+    """The inputSchema the listing gives `name` when it is the tool's own (it constrains something), not the minimal
+    stand-in: where visible, what the tool itself accepts."""
+    listed = next((t.get("inputSchema") for t in disc.gated_tools if t.get("name") == name), None)
+    if not isinstance(listed, dict) or not (listed.get("properties") or listed.get("required")):
+        return None
+    return listed
+
+
+def _example_errors(validator: Any, name: str, entry: dict[str, Any], against: str) -> list[str]:
+    problems = []
+    for i, arguments in _examples(entry):
+        try:
+            error = next(iter(validator.iter_errors(arguments)), None)
+        except Exception as exc:  # an unresolvable $ref, for one: the schema cannot be used as served
+            problems.append(f"{name}: validating example {i} failed ({type(exc).__name__}: {short(str(exc), 80)})")
+            break
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            problems.append(
+                f"{name}: example {i} {short(arguments, 80)} does not validate against {against} at {where}: "
+                f"{short(error.message, 100)}"
+            )
+    return problems
+
+
 def schema_valid(rec: Recorder, disc: Discovery) -> None:
-    """resource-read/schema-valid over every definition read."""
+    """resource-read/schema-valid over every definition read: each example against the served inputSchema, and
+    against the tool's own where the listing shows it (an example the tool rejects teaches a failing call)."""
     problems = []
     checked = 0
     for name, entry in disc.entries.items():
@@ -101,18 +129,13 @@ def schema_valid(rec: Recorder, disc: Discovery) -> None:
         except SchemaError as exc:
             problems.append(f"{name}: the inputSchema is not a valid JSON Schema ({short(exc.message, 100)})")
             continue
-        for i, arguments in _examples(entry):
-            try:
-                error = next(iter(validator.iter_errors(arguments)), None)
-            except Exception as exc:  # an unresolvable $ref, for one: the schema cannot be used as served
-                problems.append(f"{name}: validating example {i} failed ({type(exc).__name__}: {short(str(exc), 80)})")
-                break
-            if error is not None:
-                where = "/".join(str(p) for p in error.absolute_path) or "(root)"
-                problems.append(
-                    f"{name}: example {i} {short(arguments, 80)} does not validate at {where}: "
-                    f"{short(error.message, 100)}"
-                )
+        found = _example_errors(validator, name, entry, "the served inputSchema")
+        own = _tools_own_schema(disc, name)
+        if not found and own is not None and own != schema:
+            # A listed schema that is no schema is resource-read/listed-schema-agrees's to report.
+            with suppress(SchemaError):
+                found = _example_errors(_validator(own), name, entry, "the inputSchema tools/list gives the tool")
+        problems += found
     if not checked:
         rec.skip("resource-read/schema-valid", "no definition with an inputSchema was read")
     elif problems:

@@ -211,42 +211,6 @@ def _try(args: argparse.Namespace) -> int:
     return 1 if done["result"].get("isError") else 0
 
 
-def _lint_parser(sub: Any) -> None:
-    p = sub.add_parser(
-        "lint",
-        help="check a definitions directory: every file's problems, with its path",
-        description="Read every <tool>.json under DIR as a server would and print each problem with its file's path "
-        "(broken JSON, invalid schemas, examples the schema rejects, a file named for another tool, two files for "
-        "one tool). A file with a description and an inputSchema defines a tool whole; one without them is an "
-        "overlay that adds examples, guidance, a better description or annotations to the tool the server "
-        "registers under that name. Exit status 1 when there is a problem.",
-    )
-    p.add_argument("descriptions", type=Path, metavar="DIR", help="directory of <tool>.json definitions")
-
-
-def _lint(args: argparse.Namespace) -> int:
-    from ._model import example_problems
-    from ._store import DescriptionStore
-
-    logging.getLogger("mcp_pd").setLevel(logging.ERROR)  # each problem is printed once, below, not logged too
-    store = DescriptionStore(args.descriptions)
-    problems = [str(problem) for problem in store.problems]
-    for name in sorted(store.names()):
-        definition = store.get(name)
-        if definition is not None and not store.is_overlay(name):  # an overlay's examples meet the server's schema
-            path = store.directory / f"{name}.json" if store.directory else name
-            problems += [f"{path}: example {i + 1}: {why}" for i, why in example_problems(definition).items()]
-    overlays = sum(store.is_overlay(name) for name in store.names())
-    for line in problems:
-        print(line)
-    print(
-        f"mcp-pd lint: {len(store)} definition(s) in {args.descriptions}: {len(store) - overlays} whole, {overlays} "
-        f"overlay(s) (each adds to the tool the server registers under its name); {len(problems)} problem(s)",
-        file=sys.stderr,
-    )
-    return 1 if problems else 0
-
-
 def _index_parser(sub: Any) -> None:
     p = sub.add_parser(
         "index",
@@ -327,7 +291,9 @@ def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
         if not args.descriptions.is_dir():
             raise SystemExit(f"mcp-pd serve: {args.descriptions} is not a directory")
         server, pd = serve_simulation(args.descriptions, **options)
-        return server, pd, f"SIMULATION of {args.descriptions}"
+        from ._display import printable
+
+        return server, pd, f"SIMULATION of {printable(args.descriptions)}"
     import sqlite3
 
     try:
@@ -515,7 +481,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     _serve_parser(sub)
     _index_parser(sub)
-    _lint_parser(sub)
+    from ._lint import lint_parser
+
+    lint_parser(sub)
     _try_parsers(sub)
     sub.add_parser("check", help="run the conformance suite against a server (mcp-pd check --help)")
     sub.add_parser("demo", help="run the reference agent demo (mcp-pd demo --help)")
@@ -523,7 +491,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("export", help="write the definitions of existing MCP servers to files (mcp-pd export --help)")
     args = parser.parse_args(argv)
     if args.command == "lint":
-        return _lint(args)
+        from ._lint import lint
+
+        return lint(args)
     if args.command in ("search", "call"):
         return _try(args)
     if args.command == "index":

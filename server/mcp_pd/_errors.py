@@ -43,6 +43,8 @@ class ErrorCode(StrEnum):
     # catalog mode (I-16) and the gateway
     UNKNOWN_CATEGORY = "UNKNOWN_CATEGORY"
     UPSTREAM_UNAVAILABLE = "UPSTREAM_UNAVAILABLE"
+    # a call's `_meta` selecting an implementation other than the described one (I-42)
+    IMPLEMENTATION_NOT_DESCRIBED = "IMPLEMENTATION_NOT_DESCRIBED"
 
 
 def tool_result(document: dict[str, Any], *, error: bool) -> types.CallToolResult:

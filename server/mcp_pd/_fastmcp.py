@@ -17,6 +17,7 @@ fastmcp is imported only once a FastMCP object reaches `install` (it stays an op
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from contextvars import ContextVar
@@ -36,7 +37,15 @@ if TYPE_CHECKING:
 
     from ._disclosure import Disclosure
 
-__all__ = ["SUPPORTED_MAJOR", "FastMCPScope", "FastMCPServer", "fastmcp_of", "is_fastmcp", "lowlevel_server"]
+__all__ = [
+    "SUPPORTED_MAJOR",
+    "FastMCPScope",
+    "FastMCPServer",
+    "fastmcp_of",
+    "is_fastmcp",
+    "lowlevel_server",
+    "show_warnings",
+]
 
 SUPPORTED_MAJOR: Final = 4
 """The FastMCP major version whose layout `lowlevel_server` knows (tests/test_fastmcp_install.py pins it)."""
@@ -131,6 +140,7 @@ class FastMCPScope:
             scoped = self._scoped(method, entry.handler, disclosure.resource_uri)
             self.lowlevel.add_request_handler(method, entry.params_type, scoped)
         permission = disclosure.permission
+        show_warnings()
 
         def visible(caller: Caller, name: str) -> bool:
             sight = _SIGHT.get()
@@ -172,6 +182,29 @@ class FastMCPScope:
                     )
                     tools = await middleware.on_list_tools(context, _returning(tools))
         return frozenset(tool.name for tool in tools)
+
+
+def show_warnings() -> None:
+    """Let the extension's warnings (a definition file's problems, above all) reach the author of a FastMCP server.
+
+    FastMCP logs through its own handler and never through the root logger, so its authors rarely configure the root
+    one, or configure it as FastMCP's docs show (`logging.basicConfig(level=logging.ERROR)`), which silences every
+    warning of ours: a broken definition file then goes unsaid. Unless the author configured `mcp_pd` (or the root
+    logger shows warnings somewhere), ours get a stderr handler of their own, as FastMCP's have.
+    """
+    settings = getattr(sys.modules.get("fastmcp"), "settings", None)
+    if getattr(settings, "log_enabled", True) is False:
+        return  # the author turned FastMCP's logging off: ours stays as the root logger has it
+    ours = logging.getLogger("mcp_pd")
+    if ours.handlers or ours.level != logging.NOTSET:
+        return  # the author's choice
+    if ours.hasHandlers() and ours.getEffectiveLevel() <= logging.WARNING:
+        return  # the root logger shows warnings already
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    ours.addHandler(handler)
+    ours.setLevel(logging.WARNING)
+    ours.propagate = False  # said once, not again by a root handler that lets everything through
 
 
 def _recording(handler: Handler) -> Handler:

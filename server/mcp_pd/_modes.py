@@ -10,8 +10,8 @@ Knows nothing about transports, the SDK's handler table, resources or paging cur
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final, Literal, Protocol, TypeAlias
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final, Literal, Protocol, TypeAlias, cast
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -21,6 +21,7 @@ from ._disclosure import Disclosure
 from ._errors import Refusal, tool_result
 from ._metatools import CALL_TOOL, META_TOOLS, SEARCH_TOOL, MetaTools
 from ._policy import Caller
+from ._selectors import selector_refusal
 from ._store import Catalog
 
 __all__ = ["CatalogMode", "DisclosureMode", "EagerMode", "Mode", "ModeServices", "ProgressiveMode", "make_mode"]
@@ -168,6 +169,11 @@ class ProgressiveMode(_Paged):
         s = self.services
         await s.ensure(ctx, [params.name])
         refusal = await s.disclosure.gate(caller, params.name, lambda: s.session_required(ctx, params.name))
+        if refusal is None and params.name not in s.disclosure.own_tools:
+            # Described is the listed implementation: a `_meta` selector reaching another one is another tool (I-42).
+            definition = s.catalog.get(params.name)
+            described = definition.meta if definition is not None else None
+            refusal = selector_refusal(params.name, described, cast("Mapping[str, Any] | None", params.meta))
         if refusal is None and check_arguments is not None:
             refusal = check_arguments()
         if refusal is not None:

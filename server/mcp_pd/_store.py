@@ -22,7 +22,9 @@ import anyio
 import mcp_types as types
 from pydantic import ValidationError
 
+from ._display import printable
 from ._model import ToolDefinition, example_problems, first_sentence
+from ._overlay import judge_overlay
 
 __all__ = ["CATEGORY_META", "Catalog", "DescriptionStore", "ListedTool", "Problem", "listed_name"]
 
@@ -42,7 +44,8 @@ class Problem:
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.source}: {self.reason}"
+        # A file's name is anyone's to choose: printed escaped, never raw (issue 39.14).
+        return f"{printable(self.source)}: {printable(self.reason)}"
 
 
 def _dir_identity(directory: Path) -> tuple[int, int] | None:
@@ -161,6 +164,13 @@ class DescriptionStore:
     def names(self) -> frozenset[str]:
         return frozenset(self._definitions)
 
+    def source(self, name: str) -> str:
+        """The path of the file that defines `name` (as problems name it), or the name when there is none."""
+        owner = self._owners.get(name)
+        if owner is not None:
+            return str(owner)
+        return str(self.directory / f"{name}.json") if self.directory is not None else name
+
     def given(self, name: str) -> frozenset[str]:
         """The fields `name`'s file gave (empty when there is no file)."""
         return self._given.get(name, frozenset())
@@ -251,7 +261,7 @@ class DescriptionStore:
                 self._owners.pop(name, None)
                 self._given.pop(name, None)
                 if self._definitions.pop(name, None) is not None:
-                    logger.info("definition removed: %s", path)
+                    logger.info("definition removed: %s", printable(path))
                     changed.add(name)
                 # A same-named file elsewhere that was refused while this one owned the name may take over now.
                 pending += [p for p in self._same_named(name) if p != path and p not in pending]
@@ -289,6 +299,11 @@ class DescriptionStore:
         """Record (and log once) a problem found outside the files, e.g. a registered tool that cannot be served."""
         self._set_problem(problem)
 
+    def resolved(self, source: str) -> None:
+        """Forget what `report` said of `source` once it no longer holds (a file's own read problems stay)."""
+        if source not in self._broken:
+            self._problems.pop(source, None)
+
     def _set_problem(self, problem: Problem) -> None:
         if self._problems.get(problem.source) != problem:
             logger.warning("tool definition problem: %s", problem)
@@ -319,13 +334,17 @@ class DescriptionStore:
             if identity is None:
                 if trouble is None:
                     trouble = "the directory is gone"
-                    logger.warning("descriptions directory %s is gone; waiting for it to come back", directory)
+                    logger.warning(
+                        "descriptions directory %s is gone; waiting for it to come back", printable(directory)
+                    )
                 await anyio.sleep(retry_seconds)
                 continue
             try:
                 caught_up = self.rescan()  # edits made before (or while not) watching
                 if trouble is not None:
-                    logger.warning("watching descriptions directory %s again (after: %s)", directory, trouble)
+                    logger.warning(
+                        "watching descriptions directory %s again (after: %s)", printable(directory), printable(trouble)
+                    )
                     trouble = None
                 if caught_up:
                     await self._notify(caught_up)
@@ -345,11 +364,13 @@ class DescriptionStore:
                     if _dir_identity(directory) != identity:
                         # Deleted or replaced: the old watch is on a dead inode and would never fire again.
                         trouble = "the directory was deleted or replaced"
-                        logger.warning("descriptions directory %s was deleted or replaced", directory)
+                        logger.warning("descriptions directory %s was deleted or replaced", printable(directory))
                         break
             except Exception as exc:
                 trouble = f"{type(exc).__name__}: {exc}"
-                logger.warning("the definitions watcher failed (%s); restarting in %g s", trouble, retry_seconds)
+                logger.warning(
+                    "the definitions watcher failed (%s); restarting in %g s", printable(trouble), retry_seconds
+                )
                 await anyio.sleep(retry_seconds)
 
     async def _notify(self, changed: frozenset[str]) -> None:
@@ -535,7 +556,9 @@ class Catalog:
                 )
             elif name not in self._reported:
                 self._reported.add(name)
-                logger.warning("%s.json describes a tool this server does not have; it is not listed or served", path)
+                logger.warning(
+                    "%s.json describes a tool this server does not have; it is not listed or served", printable(path)
+                )
 
     def _merge(self, tool: Mapping[str, Any]) -> ToolDefinition:
         """The code tool enriched by its file; the registered schema wins when the file's disagrees."""
@@ -567,16 +590,28 @@ class Catalog:
                 updates["minimal_description"] = first_sentence(code_description)
         if "inputSchema" not in given:
             updates["input_schema"] = schema
-        elif not _same_parameters(file_def.input_schema, schema):
-            logger.warning(
-                "%s.json: its inputSchema parameters differ from the registered tool's; serving the registered schema",
-                self.store.directory / name if self.store.directory else name,
-            )
-            updates["input_schema"] = schema
         inherited = (("title", "title"), ("output_schema", "outputSchema"), ("annotations", "annotations"))
         for attr, key in (*inherited, ("execution", "execution")):
             if getattr(file_def, attr) is None and tool.get(key) is not None:
                 updates[attr] = tool[key]
+        # What a file may change of the tool it meets (`_overlay`): what the rule refuses takes the tool's value.
+        wins = frozenset(self.listed_wins(name))
+        mine = {
+            "inputSchema": schema,
+            "outputSchema": tool.get("outputSchema"),
+            "annotations": tool.get("annotations"),
+            "_meta": tool.get("_meta"),
+        }
+        theirs = {
+            "inputSchema": file_def.input_schema,
+            "outputSchema": file_def.output_schema,
+            "annotations": file_def.annotations,
+            "_meta": file_def.meta,
+        }
+        verdict = judge_overlay(mine, theirs, fields=given - wins)
+        for key, value in verdict.updates.items():
+            updates[_LISTED_FIELDS[key]] = value
+        reasons = list(verdict.reasons)
         for key in self.listed_wins(name):
             target = _LISTED_FIELDS.get(key)
             if target == "description":
@@ -589,10 +624,14 @@ class Catalog:
         problems = example_problems(merged)
         if problems:
             # An example the served schema rejects teaches the model a call that fails: it is not served.
-            source = str(self.store.directory / f"{name}.json") if self.store.directory else name
-            self.store.report(Problem(source, "; ".join(problems.values()) + " (those examples are not served)"))
+            reasons.append("; ".join(problems.values()) + " (those examples are not served)")
             kept = [e for i, e in enumerate(merged.examples) if i not in problems]
             merged = merged.model_copy(update={"examples": kept})
+        source = self.store.source(name)
+        if reasons:
+            self.store.report(Problem(source, "; ".join(reasons)))
+        else:  # e.g. the tool's code now says what the file said: what was reported no longer holds
+            self.store.resolved(source)
         return merged
 
 
@@ -607,9 +646,3 @@ _LISTED_FIELDS: Final = {
     "execution": "execution",
     "_meta": "meta",
 }
-
-
-def _same_parameters(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    props_a = a.get("properties") or {}
-    props_b = b.get("properties") or {}
-    return set(props_a) == set(props_b) and set(a.get("required") or ()) == set(b.get("required") or ())

@@ -27,6 +27,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_pd import Caller, ProgressiveDisclosure
+from mcp_pd._selectors import selections
 
 from ._process import Pending
 from ._server import Gateway, hop_key
@@ -207,6 +208,8 @@ def _plain_call(
     # what the lane forwards is the whole `_meta`.
     if meta is not None and (not isinstance(meta, dict) or any(hop_key(str(k)) for k in meta)):
         return None
+    if meta and selections(meta):
+        return None  # it picks an implementation: the SDK path judges it against the one described (I-42)
     if set(params) - {"name", "arguments", "_meta"}:
         return None  # fields this lane does not know (task-augmented calls, say): the SDK path handles them
     return request_id, name, arguments, meta or None

@@ -13,6 +13,7 @@ from typing import Any
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 
+from mcp_pd._display import printable
 from mcp_pd._extension import ProgressiveDisclosure
 from mcp_pd._version import VERSION
 
@@ -66,7 +67,9 @@ def build_reference_server(
 
     directory = Path(descriptions) if descriptions is not None else DEFAULT_DESCRIPTIONS
     if not directory.is_dir():
-        logger.warning("no descriptions directory at %s: describing tools from their registered schemas", directory)
+        logger.warning(
+            "no descriptions directory at %s: describing tools from their registered schemas", printable(directory)
+        )
     app: MCPServer[Any] = MCPServer("mcp-pd-reference", instructions=INSTRUCTIONS, version=VERSION)
     register_tracker_tools(app, Tracker(database, seed=seed))
     register_utility_tools(app)
