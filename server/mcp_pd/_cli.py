@@ -381,6 +381,9 @@ def http_flags(p: argparse.ArgumentParser, *, operator: str) -> None:
         "from any address; client tokens never open them. Without it they answer loopback clients only (not "
         "through a reverse proxy), and nobody once --bearer-tokens is set",
     )
+    from ._oauth_flags import add_oauth_flags
+
+    add_oauth_flags(p)
 
 
 _SESSION_FLAGS = ("max_sessions", "session_idle_timeout")
@@ -413,10 +416,11 @@ class HttpSettings:
 def http_settings(args: argparse.Namespace, command: str) -> HttpSettings:
     """The HTTP settings the flags of `mcp-pd COMMAND` ask for (read before anything is started); SystemExit with
     the reason if they cannot hold."""
-    from ._auth import StaticTokenVerifier
+    from ._auth import ClientAuth, StaticTokenVerifier
     from ._http import HttpLimits, admin_token, transport_security
+    from ._oauth_flags import oauth_client_auth, oauth_given
 
-    given = [dest for dest in _HTTP_FLAGS if getattr(args, dest) not in (None, [])]
+    given = [dest for dest in _HTTP_FLAGS if getattr(args, dest) not in (None, [])] + oauth_given(args)
     if args.transport != "http" and given:
         raise SystemExit(f"mcp-pd {command}: {_flag(given[0])} applies to --transport http only")
     stateless = getattr(args, "stateless", False)
@@ -436,11 +440,13 @@ def http_settings(args: argparse.Namespace, command: str) -> HttpSettings:
         return HttpSettings(limits, None)
     try:
         security = transport_security(args.host, args.allowed_host, args.allowed_origin)
-        clients = StaticTokenVerifier.from_file(args.bearer_tokens) if args.bearer_tokens is not None else None
+        oauth = oauth_client_auth(args)
+        static = StaticTokenVerifier.from_file(args.bearer_tokens) if args.bearer_tokens is not None else None
+        clients = ClientAuth.static(static) if static is not None else oauth
         token = admin_token(args.admin_token_file, os.environ)
         import anyio
 
-        if token is not None and clients is not None and anyio.run(clients.verify_token, token) is not None:
+        if token is not None and static is not None and anyio.run(static.verify_token, token) is not None:
             raise ValueError("the operator token is also a client token in --bearer-tokens: give it one of its own")
     except ValueError as exc:
         raise SystemExit(f"mcp-pd {command}: {exc}") from None
@@ -474,6 +480,8 @@ def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
     if args.session_idle_timeout:
         # Grants kept without a transport session (the sessionless policy) expire on the same clock.
         options["session_idle_timeout"] = args.session_idle_timeout
+    if getattr(args, "grants_per", None) == "session":
+        options["principal_keys"] = False
     if args.redis:
         if importlib.util.find_spec("redis") is None:
             raise SystemExit(
@@ -587,16 +595,13 @@ def _serve(args: argparse.Namespace) -> int:
             operator_token=http.operator_token,
         )
         if http.clients is not None:
-            print(
-                f"mcp-pd: bearer tokens required ({len(http.clients)} known); grants kept per principal",
-                file=sys.stderr,
-            )
+            print(f"mcp-pd: {http.clients.description}", file=sys.stderr)
         if metrics is not None:
             access = OperatorAccess(http.operator_token, client_tokens=http.clients is not None)
             print(f"mcp-pd: Prometheus metrics at {access.describe([f'GET {PATH}'])}", file=sys.stderr)
         for line in describe_http(http.limits, http.security, stateless=args.stateless):
             print(f"mcp-pd: {line}", file=sys.stderr)
-        if args.stateless and args.bearer_tokens is None and pd.mode != "eager":
+        if args.stateless and http.clients is None and pd.mode != "eager":
             # No session and no principal: nothing can hold a grant, so every gated call would be refused.
             print(
                 "mcp-pd: warning: --stateless without --bearer-tokens: no request carries a session or a principal, "

@@ -204,6 +204,7 @@ async def _serve(
         list_annotations=args.list_annotations,
         fetch_rate=RateLimit(args.fetch_rate, args.fetch_burst) if args.fetch_rate > 0 else None,
         **({"redis": args.redis, "redis_prefix": args.redis_prefix} if args.redis else {}),
+        principal_keys=getattr(args, "grants_per", None) != "session",  # --grants-per (mcp_pd._oauth_flags)
         # Grants kept without a transport session expire on the sessions' clock, as with `mcp-pd serve`.
         **({"session_idle_timeout": args.session_idle_timeout} if args.session_idle_timeout else {}),
         vector_cache=None if args.no_vector_cache else (args.vector_cache or "default"),
@@ -270,8 +271,7 @@ async def _serve(
         responses=None if http_lane is None else http_lane.app,
     )
     if http.clients is not None:
-        known = len(http.clients)
-        print(f"mcp-pd proxy: bearer tokens required ({known} known); grants kept per principal", file=sys.stderr)
+        print(f"mcp-pd proxy: {http.clients.description}", file=sys.stderr)
     if operator:
         access = OperatorAccess(http.operator_token, client_tokens=http.clients is not None)
         print(f"mcp-pd proxy: {access.describe([f'GET {path}' for path in operator])}", file=sys.stderr)
