@@ -154,6 +154,7 @@ class _Challenge:
     app: ASGIApp
     required_scopes: tuple[str, ...]
     metadata_url: str
+    listeners: list[Callable[[int, str | None, str, str | None], None]]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -163,18 +164,23 @@ class _Challenge:
         if not isinstance(user, AuthenticatedUser):
             reason = scope.get(_REFUSAL_KEY)
             if reason is None:
-                await self._refuse(send, 401, None, "this server needs an OAuth access token (see resource_metadata)")
+                await self._refuse(
+                    scope, send, 401, None, "this server needs an OAuth access token (see resource_metadata)"
+                )
             else:
-                await self._refuse(send, 401, "invalid_token", str(reason))
+                await self._refuse(scope, send, 401, "invalid_token", str(reason))
             return
         missing = [s for s in self.required_scopes if s not in user.scopes]
         if missing:
             why = f"the token lacks the scope {' '.join(missing)} this server requires"
-            await self._refuse(send, 403, "insufficient_scope", why)
+            await self._refuse(scope, send, 403, "insufficient_scope", why)
             return
         await self.app(scope, receive, send)
 
-    async def _refuse(self, send: Send, status: int, error: str | None, description: str) -> None:
+    async def _refuse(self, scope: Scope, send: Send, status: int, error: str | None, description: str) -> None:
+        client = scope.get("client")
+        for listener in self.listeners:  # the audit trail: (status, error, why, the peer's address)
+            listener(status, error, description, str(client[0]) if client else None)
         parts = [f"resource_metadata={_quoted(self.metadata_url)}"]
         if self.required_scopes:
             parts.append(f"scope={_quoted(' '.join(self.required_scopes))}")
@@ -205,6 +211,8 @@ class ClientAuth:
     verifier: TokenVerifier
     description: str
     public: Mapping[str, ASGIApp] = field(default_factory=dict)
+    # Told of each request refused for its token: (HTTP status, OAuth error or None, why, peer address or None).
+    refusals: list[Callable[[int, str | None, str, str | None], None]] = field(default_factory=list)
 
     @classmethod
     def static(cls, verifier: StaticTokenVerifier) -> ClientAuth:
@@ -242,8 +250,10 @@ class ClientAuth:
         routes = [Route(urlsplit(metadata_url).path, endpoint=handler, methods=["GET", "OPTIONS"])]
         scopes = tuple(required_scopes)
 
+        refusals: list[Callable[[int, str | None, str, str | None], None]] = []
+
         def wrap(app: ASGIApp) -> ASGIApp:
-            challenged = _Challenge(app, scopes, metadata_url)
+            challenged = _Challenge(app, scopes, metadata_url, refusals)
             return AuthenticationMiddleware(AuthContextMiddleware(challenged), backend=_ExplainingBackend(verifier))
 
         return cls(
@@ -251,4 +261,5 @@ class ClientAuth:
             verifier=verifier,
             description=description,
             public={route.path: route for route in routes},
+            refusals=refusals,
         )

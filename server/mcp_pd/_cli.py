@@ -94,6 +94,9 @@ def _serve_parser(sub: Any) -> None:
     )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     http_flags(p, operator="GET /metrics")
+    from ._audit import add_audit_flags
+
+    add_audit_flags(p)
 
 
 def _cache_flags(p: argparse.ArgumentParser) -> None:
@@ -547,8 +550,16 @@ def _serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     http = http_settings(args, "serve")  # refused before anything is loaded
+    from ._audit import audit_trail
+
+    audit = audit_trail(args, "serve")
     server, pd, label = _build(args)
     lowlevel = _lowlevel(server)
+    if audit is not None:
+        audit.instrument(lowlevel)
+        if http.clients is not None:
+            http.clients.refusals.append(audit.refused_at_the_door)
+        print(f"mcp-pd: audit trail (one JSON line per decision) to {audit.where()}", file=sys.stderr)
 
     async def run() -> None:
         for line in await _preflight(server, pd):
@@ -612,10 +623,14 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"mcp-pd: serving the {label} on http://{args.host}:{args.port}/mcp", file=sys.stderr)
         await web.serve()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        import anyio
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            import anyio
 
-        anyio.run(run)
+            anyio.run(run)
+    finally:
+        if audit is not None:
+            audit.close()  # what is queued is written
     return 0
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from mcp_pd._audit import add_audit_flags, audit_trail
 from mcp_pd._cli import HttpSettings, http_flags, http_settings
 
 from ._config import ConfigError, UpstreamConfig, check_upstreams, one_off_stdio, one_off_url, read_host_config
@@ -116,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP: do not serve the operator page at GET /admin (who may open it: see --admin-token-file)",
     )
     http_flags(proxy, operator="GET /admin, GET /metrics")
+    add_audit_flags(proxy)
     export = sub.add_parser("export", help="write one JSON definition per upstream tool, ready to enrich by hand")
     _upstream_arguments(export)
     export.add_argument("--out", type=Path, required=True, help="directory to write (merged if it exists)")
@@ -210,6 +212,12 @@ async def _serve(
         vector_cache=None if args.no_vector_cache else (args.vector_cache or "default"),
         **getattr(args, "semantic", {}),
     )
+    audit = args.audit_trail
+    if audit is not None:
+        audit.instrument(server)
+        if http.clients is not None:
+            http.clients.refusals.append(audit.refused_at_the_door)
+        print(f"mcp-pd proxy: audit trail (one JSON line per decision) to {audit.where()}", file=sys.stderr)
     # Served over stdio the gateway has one client; over HTTP, a client silent for the sessions' idle timeout
     # counts as gone once another needs the upstream session it held (gateway/_roots.py).
     pool.bridge.single_client = args.transport == "stdio"
@@ -225,7 +233,8 @@ async def _serve(
         from ._lane import StdioLane
 
         # Admitted calls over stdio skip the SDK's request path (gateway/_lane.py; the README says what it takes).
-        lane = None if args.no_lane else StdioLane(gateway, _pd)
+        # The lane answers calls without the request handlers: an audited gateway sends each through them.
+        lane = None if args.no_lane or audit is not None else StdioLane(gateway, _pd)
         async with pipe_stdio(lane) as (read, write):
             await server.run(read, write, options)
         if lane is not None:  # for whoever tunes the gateway, not the user: what the fast lane took
@@ -249,7 +258,7 @@ async def _serve(
     if not args.no_admin:
         from ._admin import ADMIN_PATH, admin_app
 
-        operator[ADMIN_PATH] = admin_app(pool=pool, gateway=gateway, pd=_pd, metrics=metrics)
+        operator[ADMIN_PATH] = admin_app(pool=pool, gateway=gateway, pd=_pd, metrics=metrics, audit=audit)
     # Large results' big strings are written in slices by the transport, not at once by the SDK, so one client's
     # big answer holds up no other client (gateway/_http_lane.py). Wrapped last: the metrics see the real result.
     http_lane = None
@@ -396,6 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     # Refused (SystemExit, with the reason) before any upstream starts, like `mcp-pd serve`.
     http = http_settings(args, "proxy") if args.command == "proxy" else None
+    args.audit_trail = audit_trail(args, "proxy") if args.command == "proxy" else None
     args.semantic = _embeddings(args) if args.command == "proxy" else {}  # a bad --embeddings-* exits here
     if args.workspace_folder is not None:
         if not args.workspace_folder.is_dir():
@@ -422,6 +432,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         pass
+    finally:
+        if args.audit_trail is not None:
+            args.audit_trail.close()  # what is queued is written
     # Leave at once: nothing is left to clean up (the upstreams are stopped), and a worker thread may still block.
     with contextlib.suppress(ValueError, OSError):
         sys.stdout.flush()
