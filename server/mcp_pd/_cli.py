@@ -485,6 +485,8 @@ def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
         options["session_idle_timeout"] = args.session_idle_timeout
     if getattr(args, "grants_per", None) == "session":
         options["principal_keys"] = False
+    if args.policy_file is not None:
+        options["permission"] = args.policy_file.permission
     if args.redis:
         if importlib.util.find_spec("redis") is None:
             raise SystemExit(
@@ -553,7 +555,13 @@ def _serve(args: argparse.Namespace) -> int:
     from ._audit import audit_trail
 
     audit = audit_trail(args, "serve")
+    from ._oauth_flags import announce_policy_changes, policy_file
+
+    args.policy_file = policy_file(args, "serve")
     server, pd, label = _build(args)
+    announce_policy_changes(args.policy_file, pd)
+    if args.policy_file is not None:
+        print(f"mcp-pd: {args.policy_file.policy.describe()}", file=sys.stderr)
     lowlevel = _lowlevel(server)
     if audit is not None:
         audit.instrument(lowlevel)

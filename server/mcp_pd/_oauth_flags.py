@@ -10,7 +10,14 @@ import os
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["OAUTH_SECRET_ENV", "add_oauth_flags", "oauth_client_auth", "oauth_given"]
+__all__ = [
+    "OAUTH_SECRET_ENV",
+    "add_oauth_flags",
+    "announce_policy_changes",
+    "oauth_client_auth",
+    "oauth_given",
+    "policy_file",
+]
 
 OAUTH_SECRET_ENV: Final = "MCP_PD_OAUTH_CLIENT_SECRET"
 _FLAGS: Final = (
@@ -76,6 +83,14 @@ def add_oauth_flags(p: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help="a file holding the introspection client's secret (one line)",
+    )
+    g.add_argument(
+        "--policy",
+        type=Path,
+        metavar="FILE",
+        help="who may use which tool (TOML: subjects, groups and scopes mapped to upstreams and tool-name patterns, "
+        "deny winning; docs/team.md); reloaded when it changes. A tool a principal may not use does not exist for "
+        "it: not listed, described, searched, suggested or callable. Without a token only 'everyone' rules apply",
     )
     g.add_argument(
         "--grants-per",
@@ -154,3 +169,21 @@ def oauth_client_auth(args: argparse.Namespace) -> Any:
         required_scopes=settings.scopes,
         description=verifier.describe(),
     )
+
+
+def policy_file(args: argparse.Namespace, command: str) -> Any:
+    """The `PolicyFile` `--policy` names (None without it); SystemExit with the reason when it cannot be used."""
+    if getattr(args, "policy", None) is None:
+        return None
+    from ._access import PolicyFile
+
+    try:
+        return PolicyFile(args.policy)
+    except ValueError as exc:
+        raise SystemExit(f"mcp-pd {command}: {exc}") from None
+
+
+def announce_policy_changes(policy: Any, pd: Any) -> None:
+    """After the policy file changed, every client is told to list again (what each may see changed)."""
+    if policy is not None:
+        policy.listeners.append(lambda: pd.announcer.announce(frozenset(pd.catalog.names())))

@@ -59,7 +59,7 @@ def server(idp: IdP) -> Iterator[str]:
 @asynccontextmanager
 async def client(url: str, token: str, mode: str = "auto") -> AsyncIterator[Client]:
     async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30, read=300)) as http,
         Client(streamable_http_client(url, http_client=http), mode=mode, cache=None) as session,  # type: ignore[arg-type]
     ):
         yield session

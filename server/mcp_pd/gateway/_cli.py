@@ -18,6 +18,7 @@ import anyio
 
 from mcp_pd._audit import add_audit_flags, audit_trail
 from mcp_pd._cli import HttpSettings, http_flags, http_settings
+from mcp_pd._oauth_flags import announce_policy_changes, policy_file
 
 from ._config import ConfigError, UpstreamConfig, check_upstreams, one_off_stdio, one_off_url, read_host_config
 from ._export import load_cache, write_export
@@ -207,11 +208,18 @@ async def _serve(
         fetch_rate=RateLimit(args.fetch_rate, args.fetch_burst) if args.fetch_rate > 0 else None,
         **({"redis": args.redis, "redis_prefix": args.redis_prefix} if args.redis else {}),
         principal_keys=getattr(args, "grants_per", None) != "session",  # --grants-per (mcp_pd._oauth_flags)
+        **({"permission": args.policy_file.permission} if args.policy_file is not None else {}),
         # Grants kept without a transport session expire on the sessions' clock, as with `mcp-pd serve`.
         **({"session_idle_timeout": args.session_idle_timeout} if args.session_idle_timeout else {}),
         vector_cache=None if args.no_vector_cache else (args.vector_cache or "default"),
         **getattr(args, "semantic", {}),
     )
+    if args.policy_file is not None:
+        args.policy_file.set_upstream_of(
+            lambda name: route.server if (route := gateway.routes.get(name)) is not None else None
+        )
+        announce_policy_changes(args.policy_file, _pd)
+        print(f"mcp-pd proxy: {args.policy_file.policy.describe()}", file=sys.stderr)
     audit = args.audit_trail
     if audit is not None:
         audit.instrument(server)
@@ -406,6 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Refused (SystemExit, with the reason) before any upstream starts, like `mcp-pd serve`.
     http = http_settings(args, "proxy") if args.command == "proxy" else None
     args.audit_trail = audit_trail(args, "proxy") if args.command == "proxy" else None
+    args.policy_file = policy_file(args, "proxy") if args.command == "proxy" else None
     args.semantic = _embeddings(args) if args.command == "proxy" else {}  # a bad --embeddings-* exits here
     if args.workspace_folder is not None:
         if not args.workspace_folder.is_dir():

@@ -130,6 +130,8 @@ class Gateway:
         self.listing: list[types.Tool] = []
         self.name_notes: tuple[str, ...] = ()  # tools served under another name than usual, and why (`_names`)
         self.task_notes: tuple[str, ...] = ()  # tools left out because only a task-augmented call runs them
+        # Under a policy (`--policy`) the instructions every client gets name no tool: some clients may not see it.
+        self.private_names = False
         self.pd: ProgressiveDisclosure | None = None
         # What upstreams ask of clients (roots, sampling, elicitation, logs), and their resources and prompts.
         self.bridge = pool.bridge
@@ -209,6 +211,9 @@ class Gateway:
         served: dict[str, list[str]] = {}
         for name, route in self.routes.items():
             served.setdefault(route.server, []).append(name)
+        if self.private_names:
+            parts.append("Which tools each of them serves, and which you may use, is in tools/list.")
+            return "\n\n".join(parts)  # upstreams' own instructions name their tools too
         lines = []
         for name in names:  # which tools are whose: two instances of one server list the same tools
             tools = served.get(name, [])
@@ -412,6 +417,7 @@ def build_gateway(
     else:
         reserved = frozenset()
     gateway = Gateway(pool, cached=cached, reserved=reserved, categories=mode == "catalog")
+    gateway.private_names = options.get("permission") is not None
     content, bridge = gateway.content, gateway.bridge
     with handshake_era():  # a gateway carries the roots and logging its clients and upstreams use
         server: Server[Any] = Server(
