@@ -18,6 +18,7 @@ DOCS: Final = (
     "docs/extension.md",
     "docs/gateway.md",
     "docs/search.md",
+    "docs/team.md",
     "agent_demo/README.md",
     "benchmarks/README.md",
 )
@@ -33,6 +34,16 @@ Kind = Literal["stdio", "exit0", "refused", "http", "export", "wheel", "hand"]
 #   wheel    one of the "Installing from a wheel" lines, run in order
 #   hand     not run by the tests, for the reason given
 HOW: Final[dict[str, tuple[Kind, str]]] = {
+    "mcp-pd proxy --config servers.json --transport http --host 0.0.0.0 --port 8000 --allowed-host mcp.example.com "
+    "--oauth-issuer https://idp.example.com/realms/team --oauth-resource https://mcp.example.com/mcp "
+    "--oauth-scope mcp:tools": (
+        "hand",
+        "needs your identity provider; tests/oauth runs these flags against a real OpenID provider (oidc-provider)",
+    ),
+    'mcp-pd check --url https://mcp.example.com/mcp --header "Authorization: Bearer $TOKEN"': (
+        "hand",
+        "needs a deployment and a token; tests/oauth/test_gateway_oauth.py runs it against the gateway with one",
+    ),
     "./dev serve": ("stdio", ""),
     "./dev test": ("hand", "the test command itself: .ci/run runs it on every push (test_readme checks that)"),
     "./dev serve --simulate --descriptions ../shared/catalogs --mode catalog": ("stdio", ""),
