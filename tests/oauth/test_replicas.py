@@ -60,7 +60,7 @@ frontend mcp
 backend replicas
   balance roundrobin
   option httpchk
-  http-check send meth GET uri /.well-known/oauth-protected-resource/mcp ver HTTP/1.1 hdr Host 127.0.0.1
+  http-check send meth GET uri /.well-known/oauth-protected-resource/mcp ver HTTP/1.1 hdr Host 127.0.0.1:{port}
 {servers}
 """
     )
