@@ -172,16 +172,28 @@ class AccessPolicy:
         listed = frozenset(g for g in groups if isinstance(g, str)) if isinstance(groups, list) else frozenset()
         return Principal(subject, listed, frozenset(scopes))
 
-    def permission(self, caller: Caller, name: str) -> bool:
-        """The `ToolPermission`: asked once per tool per request, so decisions are kept per principal."""
+    def uses_upstream(self, who: Principal, upstream: str, tools: Iterable[str]) -> bool:
+        """Whether `who` may see `upstream`'s resources, prompts and completions: a rule allows it the whole
+        upstream (no `tools` pattern), or one of its `tools`, and no deny rule takes the whole upstream away."""
+        whole = [r for r in self.deny if r.tools is None and r.covers(who)]
+        if any(r.upstreams is None or r.upstreams.fullmatch(upstream) for r in whole):
+            return False
+        if any(r.covers(who) and r.tools is None and r.names("", upstream) for r in self.allow):
+            return True
+        return any(self.allowed(who, tool, upstream) for tool in tools)
+
+    def who(self, context: Any) -> Principal:
+        """The principal of a request (its SDK context): the token's subject, groups and scopes, or nobody."""
         from ._sessions import access_token
 
-        token = access_token(caller.context)
-        who = (
-            Principal(None, frozenset(), frozenset())
-            if token is None
-            else self.principal(token.claims, token.subject, token.scopes)
-        )
+        token = access_token(context)
+        if token is None:
+            return Principal(None, frozenset(), frozenset())
+        return self.principal(token.claims, token.subject, token.scopes)
+
+    def permission(self, caller: Caller, name: str) -> bool:
+        """The `ToolPermission`: asked once per tool per request, so decisions are kept per principal."""
+        who = self.who(caller.context)
         decided = self._decided.get(who)
         if decided is None:
             if len(self._decided) >= _CACHED_PRINCIPALS:
@@ -227,6 +239,11 @@ class PolicyFile:
         if self._task is None or self._task.done():
             self.start_watching()
         return self.policy.permission(caller, name)
+
+    def upstream_permission(self, context: Any, upstream: str, tools: Iterable[str]) -> bool:
+        """Whether the request's principal may see `upstream` at all (its resources, prompts, completions)."""
+        policy = self.policy
+        return policy.uses_upstream(policy.who(context), upstream, tools)
 
     def start_watching(self) -> None:
         """Watch the file from now on (in the running event loop); the first `permission` call does it too."""

@@ -192,3 +192,34 @@ def test_rules_match_subjects_groups_and_scopes_and_deny_wins() -> None:
     assert policy.allowed(admin, "admin_users") and not policy.allowed(admin, "get_issue", "github")
     nobody = Principal(None, frozenset(), frozenset())
     assert policy.allowed(nobody, "status") and not policy.allowed(nobody, "admin_users")
+
+
+@pytest.mark.req("PDX-ACCESS-06")
+async def test_an_upstream_a_principal_may_use_nothing_of_hides_its_resources_and_prompts(
+    tmp_path: Path, idp: IdP
+) -> None:
+    mark = uuid.uuid4().hex
+    notes = Path(__file__).resolve().parents[1] / "gateway" / "content_server.py"
+    servers = {
+        "plain": stdio(sys.executable, str(PLAIN), mark=mark),
+        "notes": stdio(sys.executable, str(notes), mark=mark),
+    }
+    config = write_config(tmp_path / "servers.json", servers)
+    policy = tmp_path / "policy.toml"
+    policy.write_text(POLICY)  # support: a few tools of "plain" only
+    params = gateway_params("--config", str(config), "--transport", "http", "--oauth-issuer", idp.issuer)
+    with http_command([params.command, *params.args, "--policy", str(policy), "--port"]) as url:
+        alice_token = await idp.authorization_code("alice", resource=url)
+        bob_token = await idp.authorization_code("bob", resource=url)
+        async with client(url, alice_token) as alice, client(url, bob_token) as bob:
+            assert "note://first" in {r.uri for r in (await alice.list_resources()).resources}
+            assert (await alice.read_resource("note://first")).contents
+            assert "note-first" in {p.name for p in (await alice.list_prompts()).prompts}
+            assert not mentions(await bob.list_resources(), "note://first")
+            assert not mentions(await bob.list_prompts(), "note-first")
+            assert not mentions(bob.instructions or "", "add_note")
+            for attempt in (bob.read_resource("note://first"), bob.get_prompt("note-first")):
+                with pytest.raises(Exception) as refused:  # noqa: PT011 - an MCPError, as for a name that is not served
+                    await attempt
+                assert "not served by any upstream" in str(refused.value) or "Unknown prompt" in str(refused.value)
+    assert not wait_for_no_pids(mark)

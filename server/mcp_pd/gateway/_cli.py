@@ -219,6 +219,10 @@ async def _serve(
             lambda name: route.server if (route := gateway.routes.get(name)) is not None else None
         )
         announce_policy_changes(args.policy_file, _pd)
+        policy = args.policy_file
+        gateway.content.allowed = lambda ctx, upstream: policy.upstream_permission(
+            ctx, upstream, (name for name, route in gateway.routes.items() if route.server == upstream)
+        )
         print(f"mcp-pd proxy: {args.policy_file.policy.describe()}", file=sys.stderr)
     audit = args.audit_trail
     if audit is not None:

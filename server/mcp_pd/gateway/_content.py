@@ -63,6 +63,9 @@ class ContentRouter:
         self._subscribers: dict[tuple[str, str], weakref.WeakSet[Any]] = {}
         # The 2026-07-28 clients' listen streams (`build_gateway` sets it to the server's bus).
         self.bus: SubscriptionBus | None = None
+        # Under a policy (`--policy`): whether a request's principal may see an upstream at all. One it may not is
+        # left out of listings and refused like an unknown name, so its resources and prompts never surface.
+        self.allowed: Callable[[Context, str], bool] | None = None
         bridge.listeners.append(self._notified)
 
     # -- which upstreams ------------------------------------------------------------------------------
@@ -141,7 +144,10 @@ class ContentRouter:
         await self._list_templates()  # what each upstream could serve: links that two could resolve are namespaced
         served = self._serve({n: [r.uri for r in items] for n, items in listed.items()})
         resources = [
-            r.model_copy(update={"uri": served[(name, r.uri)]}) for name, items in listed.items() for r in items
+            r.model_copy(update={"uri": served[(name, r.uri)]})
+            for name, items in listed.items()
+            if self._may(ctx, name)
+            for r in items
         ]
         return types.ListResourcesResult(resources=resources)
 
@@ -151,6 +157,7 @@ class ContentRouter:
         templates = [
             t.model_copy(update={"uri_template": served[(name, t.uri_template)]})
             for name, items in listed.items()
+            if self._may(ctx, name)
             for t in items
         ]
         return types.ListResourceTemplatesResult(resource_templates=templates)
@@ -182,10 +189,13 @@ class ContentRouter:
             self._owners.setdefault(uri, set()).update(names)
         return served
 
+    def _may(self, ctx: Context | None, upstream: str) -> bool:
+        return ctx is None or self.allowed is None or self.allowed(ctx, upstream)
+
     async def read_resource(self, ctx: Context, params: types.ReadResourceRequestParams) -> Any:
         uri = params.uri
         route = await self._resource_route(uri)
-        if route is None:
+        if route is None or not self._may(ctx, route[0]):
             raise MCPError(
                 RESOURCE_NOT_FOUND,
                 f"Resource {uri} is not served by any upstream of this gateway (list them with resources/list; "
@@ -316,7 +326,10 @@ class ContentRouter:
 
     # -- prompts --------------------------------------------------------------------------------------
     async def list_prompts(self, ctx: Context, params: types.PaginatedRequestParams | None) -> Any:
-        return types.ListPromptsResult(prompts=await self._list_prompts(ctx))
+        prompts = await self._list_prompts(ctx)
+        return types.ListPromptsResult(
+            prompts=[p for p in prompts if (r := self._prompts.get(p.name)) is not None and self._may(ctx, r.server)]
+        )
 
     async def _list_prompts(self, ctx: Context | None = None) -> list[types.Prompt]:
         async def page(session: ClientSession, cursor: str | None) -> tuple[list[types.Prompt], str | None]:
@@ -329,18 +342,18 @@ class ContentRouter:
         by_route = {(n, p.name): p for n, items in listed.items() for p in items}
         return [by_route[(r.server, r.tool)].model_copy(update={"name": served}) for served, r in self._prompts.items()]
 
-    async def _prompt_route(self, name: str) -> Route:
+    async def _prompt_route(self, name: str, ctx: Context | None = None) -> Route:
         if name not in self._prompts:
             await self._list_prompts()
         route = self._prompts.get(name)
-        if route is None:
+        if route is None or not self._may(ctx, route.server):
             raise MCPError(
                 types.INVALID_PARAMS, f"Unknown prompt: '{name}' is not served by any upstream of this gateway."
             )
         return route
 
     async def get_prompt(self, ctx: Context, params: types.GetPromptRequestParams) -> Any:
-        route = await self._prompt_route(params.name)
+        route = await self._prompt_route(params.name, ctx)
         request = ("prompts/get", params.name, params.arguments)
 
         async def get(key: str) -> types.GetPromptResult:
@@ -359,13 +372,13 @@ class ContentRouter:
         ref = params.ref
         own_ref: types.PromptReference | types.ResourceTemplateReference
         if isinstance(ref, types.PromptReference):
-            route = await self._prompt_route(ref.name)
+            route = await self._prompt_route(ref.name, ctx)
             name, own_ref = route.server, ref.model_copy(update={"name": route.tool})
         else:
             if ref.uri not in self._served:
                 await self.list_templates(ctx, None)
             found = await self._resource_route(ref.uri)
-            if found is None:
+            if found is None or not self._may(ctx, found[0]):
                 raise MCPError(types.INVALID_PARAMS, f"Unknown resource template: {ref.uri}")
             name, own_ref = found[0], ref.model_copy(update={"uri": found[1]})
         context = params.context.arguments if params.context is not None else None
