@@ -111,6 +111,9 @@ async def test_a_hidden_tool_does_not_exist_for_the_principal_it_is_hidden_from(
                 found = await alice.call_tool("search_tools", {"query": "process id"})
                 assert mentions(found)  # the search finds it for whoever may use it
             await probe_everything(bob, catalog=mode == "catalog")
+        async with client(url, bob_token, mode="legacy") as legacy:  # the handshake's instructions, too
+            assert legacy.instructions and "plain" in legacy.instructions
+            assert not mentions(legacy.instructions)
     assert not wait_for_no_pids(mark)
 
 
