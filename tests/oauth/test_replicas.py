@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -75,9 +76,16 @@ backend replicas
 
 
 @contextmanager
-def replica(idp: IdP, redis: RedisServer, resource: str, audit: Path, *extra: str) -> Iterator[subprocess.Popen[bytes]]:
+def replica(
+    idp: IdP,
+    redis: RedisServer,
+    resource: str,
+    audit: Path,
+    *extra: str,
+    serve: tuple[str, ...] = ("serve", "--no-watch"),
+) -> Iterator[subprocess.Popen[bytes]]:
     port = free_port()
-    command = [sys.executable, "-m", "mcp_pd", "serve", "--transport", "http", "--port", str(port), "--no-watch"]
+    command = [sys.executable, "-m", "mcp_pd", *serve, "--transport", "http", "--port", str(port)]
     command += ["--redis", redis.url, "--oauth-issuer", idp.issuer, "--oauth-resource", resource]
     proc = subprocess.Popen(
         [*command, "--audit", str(audit), *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
@@ -90,11 +98,11 @@ def replica(idp: IdP, redis: RedisServer, resource: str, audit: Path, *extra: st
         stop_process(proc)
 
 
-def calls_in(audit: Path) -> list[dict[str, Any]]:
+def calls_in(audit: Path, tool: str = TOOL) -> list[dict[str, Any]]:
     if not audit.exists():
         return []
     records = [json.loads(line) for line in audit.read_text().splitlines()]
-    return [r for r in records if r.get("method") == "tools/call" and r.get("tool") == TOOL]
+    return [r for r in records if r.get("method") == "tools/call" and r.get("tool") == tool]
 
 
 @pytest.fixture
@@ -151,3 +159,33 @@ async def test_without_stateless_round_robin_loses_the_handshake_session(tmp_pat
         with pytest.raises(BaseException) as lost:  # noqa: PT011 - the SDK wraps it in its task groups
             await moved_around()
         assert "Session not found" in repr(lost.value) or "Session terminated" in repr(lost.value), repr(lost.value)
+
+
+@pytest.mark.req("PDX-REPLICA-01", "PDX-REPLICA-02")
+async def test_gateway_replicas_without_sticky_sessions(tmp_path: Path, idp: IdP) -> None:
+    from gateway.gwtest import PLAIN, stdio, wait_for_no_pids, write_config
+
+    mark = uuid.uuid4().hex
+    config = write_config(tmp_path / "servers.json", {"plain": stdio(sys.executable, str(PLAIN), mark=mark)})
+    proxy = ("proxy", "--quiet-upstreams", "--config", str(config))
+    lb = free_port()
+    url = f"http://127.0.0.1:{lb}/mcp"
+    audits = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    with redis_server(tmp_path) as redis, ExitStack() as stack:
+        replicas = [stack.enter_context(replica(idp, redis, url, a, "--stateless", serve=proxy)) for a in audits]
+        stack.enter_context(balancer(tmp_path, lb, [r.port for r in replicas]))  # type: ignore[attr-defined]
+        alice = await idp.authorization_code("alice", resource=url)
+        bob = await idp.authorization_code("bob", resource=url)
+        answered = 0
+        async with client(url, alice, mode="legacy") as session:
+            await session.read_resource(f"{URI}?tools=echo")
+            for n in range(20):
+                answered += not (await session.call_tool("echo", {"text": str(n)})).is_error
+            assert all(calls_in(a, "echo") for a in audits), "round-robin reached both gateways"
+            stop_process(replicas[0])
+            for n in range(20):
+                answered += not (await session.call_tool("echo", {"text": str(n)})).is_error
+        assert answered == 40
+        async with client(url, bob, mode="legacy") as session:
+            assert code(await session.call_tool("echo", {"text": "x"})) == "TOOL_DESCRIPTION_REQUIRED"
+    assert not wait_for_no_pids(mark)

@@ -104,6 +104,13 @@ def _parser() -> argparse.ArgumentParser:
         "or GET /metrics: see --admin-token-file",
     )
     proxy.add_argument(
+        "--stateless",
+        action="store_true",
+        help="HTTP: no MCP sessions (every request stands alone), so replicas behind a round-robin balancer need no "
+        "sticky sessions; give clients tokens (--oauth-issuer or --bearer-tokens) and --redis so grants follow each "
+        "principal. Upstreams cannot then ask clients anything (roots, sampling, elicitation) outside a call",
+    )
+    proxy.add_argument(
         "--no-lane",
         action="store_true",
         help="stdio: send every call through the SDK's request path (no fast lane for admitted calls); "
@@ -286,6 +293,7 @@ async def _serve(
         security=http.security,
         limits=http.limits,
         log_level=args.log_level.lower(),
+        stateless=args.stateless,
         clients=http.clients,
         operator=operator,
         operator_token=http.operator_token,
@@ -296,7 +304,7 @@ async def _serve(
     if operator:
         access = OperatorAccess(http.operator_token, client_tokens=http.clients is not None)
         print(f"mcp-pd proxy: {access.describe([f'GET {path}' for path in operator])}", file=sys.stderr)
-    for line in describe_http(http.limits, http.security):
+    for line in describe_http(http.limits, http.security, stateless=args.stateless):
         print(f"mcp-pd proxy: {line}", file=sys.stderr)
     print(f"mcp-pd proxy: serving on http://{args.host}:{args.port}/mcp", file=sys.stderr)
     _freeze_start_up()  # again once the upstreams started now have listed (_report_start)
@@ -417,6 +425,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     # Refused (SystemExit, with the reason) before any upstream starts, like `mcp-pd serve`.
     http = http_settings(args, "proxy") if args.command == "proxy" else None
+    if args.command == "proxy" and args.stateless and args.transport != "http":
+        print("mcp-pd proxy: --stateless applies to --transport http only", file=sys.stderr)
+        return 2
     args.audit_trail = audit_trail(args, "proxy") if args.command == "proxy" else None
     args.policy_file = policy_file(args, "proxy") if args.command == "proxy" else None
     args.semantic = _embeddings(args) if args.command == "proxy" else {}  # a bad --embeddings-* exits here
