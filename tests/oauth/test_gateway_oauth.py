@@ -53,3 +53,19 @@ def test_the_suite_passes_against_the_gateway_with_a_token_from_the_idp(tmp_path
         assert "VERDICT: PASS" in done.stdout
         assert token not in done.stdout + done.stderr  # the suite never prints what it was given to send
     assert not wait_for_no_pids(mark)
+
+
+@pytest.mark.req("PDX-OAUTH-10")
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["check", "--url", "http://127.0.0.1:9/mcp", "--header", "Authorization Bearer x"], "give 'NAME: VALUE'"),
+        (["check", "--stdio", "python -m mcp_pd serve", "--header", "A: b"], "--header applies to --url only"),
+        (["serve", "--transport", "http", "--grants-per", "session"], "--grants-per needs --oauth-issuer"),
+        (["serve", "--grants-per", "session"], "applies to --transport http only"),
+        (["proxy", "--stateless", "--config", "servers.json"], "--stateless applies to --transport http only"),
+    ],
+)
+def test_flags_that_cannot_hold_are_refused_with_the_reason(argv: list[str], says: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "mcp_pd", *argv], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and says in done.stderr, done.stderr
