@@ -119,7 +119,9 @@ class AccessPolicy:
     def __init__(self, allow: list[_Rule], deny: list[_Rule], groups_claim: str = "groups", source: str = "") -> None:
         self.allow, self.deny, self.groups_claim, self.source = allow, deny, groups_claim, source
         self.upstream_of: Callable[[str], str | None] = lambda name: None
-        self._decided: dict[Principal, dict[str, bool]] = {}
+        # Per principal: (tool, its upstream now) -> allowed. The upstream is part of the key because a config
+        # reload may move a name to another upstream.
+        self._decided: dict[Principal, dict[tuple[str, str | None], bool]] = {}
 
     @classmethod
     def parse(cls, text: str, *, source: str = "policy") -> AccessPolicy:
@@ -199,9 +201,10 @@ class AccessPolicy:
             if len(self._decided) >= _CACHED_PRINCIPALS:
                 self._decided.clear()  # bounded: many principals cost recomputation, never memory
             decided = self._decided[who] = {}
-        verdict = decided.get(name)
+        upstream = self.upstream_of(name)
+        verdict = decided.get((name, upstream))
         if verdict is None:
-            verdict = decided[name] = self.allowed(who, name, self.upstream_of(name))
+            verdict = decided[(name, upstream)] = self.allowed(who, name, upstream)
         return verdict
 
     def forget_decisions(self) -> None:
