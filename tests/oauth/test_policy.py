@@ -198,6 +198,7 @@ def test_rules_match_subjects_groups_and_scopes_and_deny_wins() -> None:
 
 
 @pytest.mark.req("PDX-ACCESS-06")
+@pytest.mark.filterwarnings("ignore::mcp.MCPDeprecationWarning")  # resources/subscribe: a handshake-era request
 async def test_an_upstream_a_principal_may_use_nothing_of_hides_its_resources_and_prompts(
     tmp_path: Path, idp: IdP
 ) -> None:
@@ -221,8 +222,17 @@ async def test_an_upstream_a_principal_may_use_nothing_of_hides_its_resources_an
             assert not mentions(await bob.list_resources(), "note://first")
             assert not mentions(await bob.list_prompts(), "note-first")
             assert not mentions(bob.instructions or "", "add_note")
-            for attempt in (bob.read_resource("note://first"), bob.get_prompt("note-first")):
+            attempts = (
+                lambda: bob.read_resource("note://first"),
+                lambda: bob.get_prompt("note-first"),
+            )
+            for attempt in attempts:
                 with pytest.raises(Exception) as refused:  # noqa: PT011 - an MCPError, as for a name that is not served
-                    await attempt
-                assert "not served by any upstream" in str(refused.value) or "Unknown prompt" in str(refused.value)
+                    await attempt()
+                said = str(refused.value)
+                assert "not served by any upstream" in said or "Unknown prompt" in said, said
+        async with client(url, bob_token, mode="legacy") as legacy:  # subscriptions are of the handshake era
+            with pytest.raises(Exception) as refused:  # noqa: PT011 - an MCPError, as for a name that is not served
+                await legacy.subscribe_resource("note://first")
+            assert "not served by any upstream" in str(refused.value), str(refused.value)
     assert not wait_for_no_pids(mark)

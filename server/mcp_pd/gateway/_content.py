@@ -282,7 +282,7 @@ class ContentRouter:
 
     async def _subscription(self, ctx: Context, uri: str, *, subscribe: bool) -> None:
         route = await self._resource_route(uri)
-        if route is None:
+        if route is None or not self._may(ctx, route[0]):
             raise MCPError(RESOURCE_NOT_FOUND, f"Resource {uri} is not served by any upstream of this gateway.")
         name, own = route
         conn = self.bridge.connection(ctx)
