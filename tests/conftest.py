@@ -26,6 +26,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 SLOW = (
     "test_packaging.py",
     "gateway/",  # npm upstreams, the browser
+    "oauth/",  # a real OpenID provider (npm oidc-provider), servers and gateways behind it
     "test_redis_",
     "conformance/",
     "test_fuzz.py",

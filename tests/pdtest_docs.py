@@ -19,6 +19,7 @@ DOCS: Final = (
     "docs/gateway.md",
     "docs/search.md",
     "docs/agents.md",
+    "docs/team.md",
     "agent_demo/README.md",
     "benchmarks/README.md",
 )
@@ -36,6 +37,16 @@ Kind = Literal["stdio", "exit0", "refused", "http", "export", "wheel", "install"
 #   inspector the Inspector-with-token recipe: the server, then each npx line in order, with TOKEN one of tokens.json
 #   hand     not run by the tests, for the reason given
 HOW: Final[dict[str, tuple[Kind, str]]] = {
+    "mcp-pd proxy --config servers.json --transport http --host 0.0.0.0 --port 8000 --allowed-host mcp.example.com "
+    "--oauth-issuer https://idp.example.com/realms/team --oauth-resource https://mcp.example.com/mcp "
+    "--oauth-scope mcp:tools": (
+        "hand",
+        "needs your identity provider; tests/oauth runs these flags against a real OpenID provider (oidc-provider)",
+    ),
+    'mcp-pd check --url https://mcp.example.com/mcp --header "Authorization: Bearer $TOKEN"': (
+        "hand",
+        "needs a deployment and a token; tests/oauth/test_gateway_oauth.py runs it against the gateway with one",
+    ),
     "./dev serve": ("stdio", ""),
     "./dev serve --transport http --port 8000 --bearer-tokens tokens.json": ("inspector", ""),
     'npx -y @modelcontextprotocol/inspector@2 --cli http://127.0.0.1:8000/mcp --header "Authorization: Bearer $TOKEN" '

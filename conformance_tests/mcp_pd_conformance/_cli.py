@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import shlex
 import sys
 import time
@@ -146,12 +147,31 @@ def _parser() -> argparse.ArgumentParser:
         help="grants/unsafe-tools-gated may call a tool that is not read-only and takes no constrained argument "
         "unfetched, with {} (it runs if the server does not gate it); default: such tools are left unchecked",
     )
+    p.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="with --url: an HTTP header sent with every request (repeatable), e.g. "
+        "'Authorization: Bearer TOKEN' for a server that needs a token",
+    )
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per request (default 30)")
     p.add_argument("--no-color", action="store_true", help="no ANSI colours (default: colours on a terminal)")
     p.add_argument("-q", "--quiet", action="store_true", help="report problems only, no progress")
     p.add_argument("-v", "--verbose", action="store_true", help="show every exchange and the SDK's log")
     p.add_argument("--list-checks", action="store_true", help="list scenarios, checks and requirements, then exit")
     return p
+
+
+def _headers(values: list[str]) -> tuple[tuple[str, str], ...]:
+    """`--header 'NAME: VALUE'` values; a usage error naming the one that is not a header."""
+    headers = []
+    for value in values:
+        name, sep, content = value.partition(":")
+        if not sep or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name.strip()) or not content.strip():
+            raise _UsageError(f"mcp-pd check: --header {value.split(':')[0]!r}...: give 'NAME: VALUE'")
+        headers.append((name.strip(), content.strip()))
+    return tuple(headers)
 
 
 def _split(value: str | None) -> tuple[str, ...]:
@@ -223,11 +243,13 @@ def _options(args: argparse.Namespace, started: float) -> Options:
             raise _UsageError(f"mcp-pd check: cannot parse --stdio: {exc}") from None
         if not argv:
             raise _UsageError("mcp-pd check: --stdio is empty")
+        if args.header:
+            raise _UsageError("mcp-pd check: --header applies to --url only")
         target = Target(stdio=argv, timeout=args.timeout)
     else:
         if not args.url.startswith(("http://", "https://")):
             raise _UsageError("mcp-pd check: --url must be an http:// or https:// URL")
-        target = Target(url=args.url, timeout=args.timeout)
+        target = Target(url=args.url, timeout=args.timeout, headers=_headers(args.header))
     eras: tuple[Era, ...] = ERAS if args.era == "both" else (args.era,)
     only, skip = _split(args.only), _split(args.skip)
     profiles = tuple(dict.fromkeys(name for value in args.profile or () for name in _split(value)))

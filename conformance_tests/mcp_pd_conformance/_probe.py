@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Literal, cast
 
 import anyio
+import httpx2
 import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from pydantic import TypeAdapter
 
 __all__ = [
@@ -59,6 +61,8 @@ class Target:
     stdio: tuple[str, ...] | None = None
     url: str | None = None
     timeout: float = 30.0
+    # HTTP headers sent with every request (`--header`, e.g. an OAuth access token); never printed in the report.
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     # What a stdio server said on stderr at warning level or above in its first session (its own problems, such
     # as definition files it could not use): shown in the report, since the server's stderr is otherwise hidden.
     said: list[str] = field(default_factory=list, compare=False, repr=False)
@@ -330,6 +334,7 @@ async def connect(
     with ExitStack() as files:
         stderr = _Stderr()
         transport: Any
+        http: httpx2.AsyncClient | None = None
         if target.stdio is not None:
             stderr.file = files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))
             params = StdioServerParameters(command=target.stdio[0], args=list(target.stdio[1:]), env=dict(os.environ))
@@ -337,16 +342,25 @@ async def connect(
         else:
             assert target.url is not None
             transport = target.url
+            if target.headers:
+                http = httpx2.AsyncClient(
+                    headers=dict(target.headers), timeout=httpx2.Timeout(target.timeout, read=max(300, target.timeout))
+                )
+                transport = streamable_http_client(target.url, http_client=http)
         client = Client(transport, mode=mode, cache=None, read_timeout_seconds=target.timeout)
         try:
-            await client.__aenter__()
-        except Exception as exc:
-            raise _classify(exc, target, stderr.tail()) from None
-        try:
-            yield Peer(client, mode, target.timeout, reads, routes)
+            try:
+                await client.__aenter__()
+            except Exception as exc:
+                raise _classify(exc, target, stderr.tail()) from None
+            try:
+                yield Peer(client, mode, target.timeout, reads, routes)
+            finally:
+                with suppress(Exception):  # a server that dies on disconnect is not this run's finding
+                    await client.__aexit__(None, None, None)
         finally:
-            with suppress(Exception):  # a server that dies on disconnect is not this run's finding
-                await client.__aexit__(None, None, None)
+            if http is not None:
+                await http.aclose()
             if target.stdio is not None and not target.said:
                 target.said.extend(_warnings(stderr.tail(64_000)) or ["(nothing)"])
 

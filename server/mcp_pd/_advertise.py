@@ -37,9 +37,19 @@ class Advertiser:
     """The capability settings and instructions of one server with the extension installed."""
 
     def __init__(
-        self, catalog: Catalog, *, resource_uri: str, mode: str, describe_tool: str | None, instructions: bool
+        self,
+        catalog: Catalog,
+        *,
+        resource_uri: str,
+        mode: str,
+        describe_tool: str | None,
+        instructions: bool,
+        private_names: bool = False,
     ) -> None:
         self.catalog = catalog
+        # With a permission hook some callers may not see some tools, and instructions go to every caller: the
+        # summary then says how many tools there are by category, never their names (as catalog mode does).
+        self.private_names = private_names
         self.resource_uri = resource_uri
         self.mode = mode
         self.describe_tool = describe_tool
@@ -160,7 +170,7 @@ class Advertiser:
             return ""
         # Catalog mode lists no tool names: the categories and their sizes, for browse_tools.
         ordered = {k: sorted(v) for k, v in sorted(groups.items())}
-        return catalog_summary(ordered, budget, names=self.mode != "catalog")
+        return catalog_summary(ordered, budget, names=self.mode != "catalog" and not self.private_names)
 
     def _names_before_listing(self) -> list[str]:
         """Tool names for the summary before the first listing (instructions are built synchronously)."""

@@ -100,6 +100,9 @@ def _serve_parser(sub: Any) -> None:
     )
     p.add_argument("--log-level", default="WARNING", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     http_flags(p, operator="GET /metrics")
+    from ._audit import add_audit_flags
+
+    add_audit_flags(p)
 
 
 def _cache_flags(p: argparse.ArgumentParser) -> None:
@@ -279,6 +282,10 @@ def _build(args: argparse.Namespace) -> tuple[Any, Any, str]:
     if args.session_idle_timeout:
         # Grants kept without a transport session (the sessionless policy) expire on the same clock.
         options["session_idle_timeout"] = args.session_idle_timeout
+    if getattr(args, "grants_per", None) == "session":
+        options["principal_keys"] = False
+    if args.policy_file is not None:
+        options["permission"] = args.policy_file.permission
     if args.redis:
         if importlib.util.find_spec("redis") is None:
             raise SystemExit(
@@ -378,8 +385,22 @@ def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     redact_logs()  # no token, key or URL credential in the operator's log either
     http = http_settings(args, "serve")  # refused before anything is loaded
+    from ._audit import audit_trail
+
+    audit = audit_trail(args, "serve")
+    from ._oauth_flags import announce_policy_changes, policy_file
+
+    args.policy_file = policy_file(args, "serve")
     server, pd, label = _build(args)
+    announce_policy_changes(args.policy_file, pd)
+    if args.policy_file is not None:
+        print(f"mcp-pd: {args.policy_file.policy.describe()}", file=sys.stderr)
     lowlevel = _lowlevel(server)
+    if audit is not None:
+        audit.instrument(lowlevel)
+        if http.clients is not None:
+            http.clients.refusals.append(audit.refused_at_the_door)
+        print(f"mcp-pd: audit trail (one JSON line per decision) to {audit.where()}", file=sys.stderr)
 
     async def run() -> None:
         for line in await _preflight(server, pd):
@@ -426,10 +447,7 @@ def _serve(args: argparse.Namespace) -> int:
             operator_token=http.operator_token,
         )
         if http.clients is not None:
-            print(
-                f"mcp-pd: bearer tokens required ({len(http.clients)} known); grants kept per principal",
-                file=sys.stderr,
-            )
+            print(f"mcp-pd: {http.clients.description}", file=sys.stderr)
         if operator:
             access = OperatorAccess(http.operator_token, client_tokens=http.clients is not None)
             print(
@@ -438,7 +456,7 @@ def _serve(args: argparse.Namespace) -> int:
             )
         for line in describe_http(http.limits, http.security, stateless=args.stateless):
             print(f"mcp-pd: {line}", file=sys.stderr)
-        if args.stateless and args.bearer_tokens is None and pd.mode != "eager":
+        if args.stateless and http.clients is None and pd.mode != "eager":
             # No session and no principal: nothing can hold a grant, so every gated call would be refused.
             print(
                 "mcp-pd: warning: --stateless without --bearer-tokens: no request carries a session or a principal, "
@@ -449,10 +467,14 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"mcp-pd: serving the {label} on http://{args.host}:{args.port}/mcp", file=sys.stderr)
         await web.serve()
 
-    with contextlib.suppress(KeyboardInterrupt):
-        import anyio
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            import anyio
 
-        anyio.run(run)
+            anyio.run(run)
+    finally:
+        if audit is not None:
+            audit.close()  # what is queued is written
     return 0
 
 

@@ -173,6 +173,7 @@ class ProgressiveDisclosure:
             mode=mode,
             describe_tool=self.describe_tool,
             instructions=instructions,
+            private_names=permission is not None,  # instructions are the same for all: name no tool some may not see
         )
         self._original: dict[str, Handler | None] = {}
         self.describer = Describer(

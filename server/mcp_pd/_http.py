@@ -33,7 +33,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from ._auth import StaticTokenVerifier, require_bearer
+from ._auth import ClientAuth
 from ._limits import ADMIN_TOKEN_ENV, HttpLimits
 
 __all__ = [
@@ -246,11 +246,13 @@ class _Doors:
         security: TransportSecuritySettings,
         endpoints: Mapping[str, ASGIApp],
         access: OperatorAccess,
+        public: Mapping[str, ASGIApp] | None = None,
     ) -> None:
         self.app = app
         self.guard = TransportSecurityMiddleware(security)
         self.endpoints = dict(endpoints)
         self.access = access
+        self.public = dict(public or {})  # open to anyone past the Host check (OAuth resource metadata)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -259,6 +261,9 @@ class _Doors:
         refused = await self.guard.validate_request(Request(scope), is_post=False)
         if refused is not None:
             await refused(scope, receive, send)
+            return
+        if (public := self.public.get(scope["path"])) is not None:
+            await public(scope, receive, send)
             return
         endpoint = self.endpoints.get(scope["path"])
         if endpoint is None:
@@ -440,17 +445,18 @@ def http_server(
     limits: HttpLimits = _DEFAULT_LIMITS,
     stateless: bool = False,
     log_level: str = "warning",
-    clients: StaticTokenVerifier | None = None,
+    clients: ClientAuth | None = None,
     operator: Mapping[str, ASGIApp] | None = None,
     operator_token: str | None = None,
     responses: Callable[[ASGIApp], ASGIApp] | None = None,
 ) -> uvicorn.Server:
     """A uvicorn server for `server`'s Streamable HTTP app at /mcp, with `limits` and `security` applied.
 
-    `clients`: the bearer tokens `/mcp` requires (None: none). `operator`: endpoints by path (`/metrics`, `/admin`),
-    each opened as `OperatorAccess(operator_token, client_tokens=clients is not None)` decides, outside the client
-    token check. `security` applies to every path. `responses`: wraps the SDK's app, inside the doors and the
-    limits (the gateway's HTTP lane writes large results there).
+    `clients`: how `/mcp` authenticates (static bearer tokens or OAuth; None: it does not), and what it publishes
+    (OAuth's resource metadata, open to all). `operator`: endpoints by path (`/metrics`, `/admin`), each opened as
+    `OperatorAccess(operator_token, client_tokens=clients is not None)` decides, outside the client token check.
+    `security` applies to every path. `responses`: wraps the SDK's app, inside the doors and the limits (the
+    gateway's HTTP lane writes large results there).
     """
     app = server.streamable_http_app(
         stateless_http=stateless,
@@ -463,10 +469,10 @@ def http_server(
     inner: ASGIApp = app if responses is None else responses(app)
     paced: ASGIApp = _CompleteRequests(inner, timeout=limits.request_timeout, max_bytes=limits.max_body_bytes)
     if clients is not None:
-        paced = require_bearer(paced, clients)
+        paced = clients.wrap(paced)
     access = OperatorAccess(operator_token, client_tokens=clients is not None)
     config = uvicorn.Config(
-        _Doors(paced, security, operator or {}, access),
+        _Doors(paced, security, operator or {}, access, None if clients is None else clients.public),
         host=host,
         port=port,
         log_level=log_level,

@@ -119,6 +119,9 @@ def http_flags(p: argparse.ArgumentParser, *, operator: str) -> None:
         "from any address; client tokens never open them. Without it they answer loopback clients only (not "
         "through a reverse proxy), and nobody once --bearer-tokens is set",
     )
+    from ._oauth_flags import add_oauth_flags
+
+    add_oauth_flags(p)
 
 
 _SESSION_FLAGS = ("max_sessions", "session_idle_timeout")
@@ -151,10 +154,11 @@ class HttpSettings:
 def http_settings(args: argparse.Namespace, command: str) -> HttpSettings:
     """The HTTP settings the flags of `mcp-pd COMMAND` ask for (read before anything is started); SystemExit with
     the reason if they cannot hold."""
-    from ._auth import StaticTokenVerifier
+    from ._auth import ClientAuth, StaticTokenVerifier
     from ._http import HttpLimits, admin_token, transport_security
+    from ._oauth_flags import oauth_client_auth, oauth_given
 
-    given = [dest for dest in _HTTP_FLAGS if getattr(args, dest) not in (None, [])]
+    given = [dest for dest in _HTTP_FLAGS if getattr(args, dest) not in (None, [])] + oauth_given(args)
     if args.transport != "http" and given:
         raise SystemExit(f"mcp-pd {command}: {_flag(given[0])} applies to --transport http only")
     stateless = getattr(args, "stateless", False)
@@ -174,11 +178,13 @@ def http_settings(args: argparse.Namespace, command: str) -> HttpSettings:
         return HttpSettings(limits, None)
     try:
         security = transport_security(args.host, args.allowed_host, args.allowed_origin)
-        clients = StaticTokenVerifier.from_file(args.bearer_tokens) if args.bearer_tokens is not None else None
+        oauth = oauth_client_auth(args)
+        static = StaticTokenVerifier.from_file(args.bearer_tokens) if args.bearer_tokens is not None else None
+        clients = ClientAuth.static(static) if static is not None else oauth
         token = admin_token(args.admin_token_file, os.environ)
         import anyio
 
-        if token is not None and clients is not None and anyio.run(clients.verify_token, token) is not None:
+        if token is not None and static is not None and anyio.run(static.verify_token, token) is not None:
             raise ValueError("the operator token is also a client token in --bearer-tokens: give it one of its own")
     except ValueError as exc:
         raise SystemExit(f"mcp-pd {command}: {exc}") from None

@@ -31,6 +31,7 @@ __all__ = [
     "SessionPolicy",
     "SessionResolver",
     "SessionlessPolicy",
+    "access_token",
     "client_address",
     "connection",
     "is_http",
@@ -104,6 +105,11 @@ def _access_token(ctx: ServerRequestContext[Any, Any]) -> AccessToken | None:
     if isinstance(user, AuthenticatedUser):
         return user.access_token
     return get_access_token()
+
+
+def access_token(ctx: ServerRequestContext[Any, Any]) -> AccessToken | None:
+    """The SDK's verified token of the request (None when it was not authenticated), for who-did-what records."""
+    return _access_token(ctx)
 
 
 def principal_key(ctx: ServerRequestContext[Any, Any]) -> str | None:

@@ -22,6 +22,7 @@ from collections.abc import Sized
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs
 
+from mcp_pd._audit import AuditTrail, principals
 from mcp_pd._redact import redact
 
 if TYPE_CHECKING:
@@ -42,15 +43,27 @@ th{background:#f3f3f3}.ready{color:#176317;font-weight:600}.failed{color:#b00020
 """
 
 
-def admin_app(*, pool: UpstreamPool, gateway: Gateway, pd: ProgressiveDisclosure, metrics: Metrics | None) -> Any:
-    """The ASGI endpoint answering `GET /admin` with the operator page (served behind the operator door)."""
+def admin_app(
+    *,
+    pool: UpstreamPool,
+    gateway: Gateway,
+    pd: ProgressiveDisclosure,
+    metrics: Metrics | None,
+    audit: AuditTrail | None = None,
+) -> Any:
+    """The ASGI endpoint answering `GET /admin` with the operator page (served behind the operator door);
+    `?principal=SUBJECT` narrows the audit trail's latest decisions to one principal."""
 
     async def asgi(scope: Any, receive: Any, send: Any) -> None:
         if scope.get("method") != "GET":
             await _respond(send, 405, "GET only\n")
             return
-        query = parse_qs(scope.get("query_string", b"").decode("utf-8", "replace")).get("q", [""])[0][:200]
+        asked = parse_qs(scope.get("query_string", b"").decode("utf-8", "replace"))
+        query = asked.get("q", [""])[0][:200]
         page = await _page(pool, gateway, pd, metrics, query)
+        if audit is not None:
+            principal = asked.get("principal", [""])[0][:200] or None
+            page = page.replace("</body></html>", _decisions(audit, principal) + "</body></html>")
         await _respond(send, 200, page, "text/html; charset=utf-8")
 
     return asgi
@@ -156,6 +169,32 @@ async def _page(
         parts += [f"<h2>Tools of {_e(name)}</h2>", _table(header, rows)]
     parts.append("</body></html>")
     return "".join(parts)
+
+
+def _decisions(audit: AuditTrail, principal: str | None) -> str:
+    """The audit trail's latest decisions (all, or one principal's), with a filter form."""
+    records = audit.filtered(principal)
+    options = "".join(
+        f"<option{' selected' if p == principal else ''}>{_e(p)}</option>" for p in principals(audit.recent)
+    )
+    rows = [
+        [
+            _e(str(r.get("time", ""))[11:23]),
+            _e(r.get("principal") or "-"),
+            _e(r.get("client") or "-"),
+            _e(r.get("method")),
+            f"<code>{_e(r.get('tool') or r.get('resource') or r.get('name') or '-')}</code>",
+            _e(r.get("outcome")) + (f" <span class=muted>({_e(r['reason'])})</span>" if r.get("reason") else ""),
+            _e(r.get("ms", "-")),
+        ]
+        for r in records
+    ]
+    form = (
+        f'<form method=get action="{ADMIN_PATH}" id=audit-filter>principal <select name=principal>'
+        f"<option value=''>(everyone)</option>{options}</select> <button>show</button></form>"
+    )
+    header = ["time (UTC)", "principal", "client", "method", "tool or resource", "outcome", "ms"]
+    return "<h2>Latest decisions (audit trail)</h2>" + form + _table(header, rows)
 
 
 async def _search(pd: ProgressiveDisclosure, query: str) -> str:

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from mcp_pd._audit import add_audit_flags, audit_trail
 from mcp_pd._http_flags import HttpSettings, http_flags, http_settings
+from mcp_pd._oauth_flags import announce_policy_changes, policy_file
 from mcp_pd._redact import redact_logs
 
 from ._config import (
@@ -150,6 +152,13 @@ def _parser() -> argparse.ArgumentParser:
         "or GET /metrics: see --admin-token-file",
     )
     proxy.add_argument(
+        "--stateless",
+        action="store_true",
+        help="HTTP: no MCP sessions (every request stands alone), so replicas behind a round-robin balancer need no "
+        "sticky sessions; give clients tokens (--oauth-issuer or --bearer-tokens) and --redis so grants follow each "
+        "principal. Upstreams cannot then ask clients anything (roots, sampling, elicitation) outside a call",
+    )
+    proxy.add_argument(
         "--no-lane",
         action="store_true",
         help="stdio: send every call through the SDK's request path (no fast lane for admitted calls); "
@@ -162,6 +171,7 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP: do not serve the operator page at GET /admin (who may open it: see --admin-token-file)",
     )
     http_flags(proxy, operator="GET /admin, GET /metrics")
+    add_audit_flags(proxy)
     export = sub.add_parser(
         "export",
         help="write one JSON definition per upstream tool, ready to enrich by hand",
@@ -300,11 +310,29 @@ async def _serve(
         list_annotations=args.list_annotations,
         fetch_rate=RateLimit(args.fetch_rate, args.fetch_burst) if args.fetch_rate > 0 else None,
         **({"redis": args.redis, "redis_prefix": args.redis_prefix} if args.redis else {}),
+        principal_keys=getattr(args, "grants_per", None) != "session",  # --grants-per (mcp_pd._oauth_flags)
+        **({"permission": args.policy_file.permission} if args.policy_file is not None else {}),
         # Grants kept without a transport session expire on the sessions' clock, as with `mcp-pd serve`.
         **({"session_idle_timeout": args.session_idle_timeout} if args.session_idle_timeout else {}),
         vector_cache=None if args.no_vector_cache else (args.vector_cache or "default"),
         **getattr(args, "semantic", {}),
     )
+    if args.policy_file is not None:
+        args.policy_file.set_upstream_of(
+            lambda name: route.server if (route := gateway.routes.get(name)) is not None else None
+        )
+        announce_policy_changes(args.policy_file, _pd)
+        policy = args.policy_file
+        gateway.content.allowed = lambda ctx, upstream: policy.upstream_permission(
+            ctx, upstream, (name for name, route in gateway.routes.items() if route.server == upstream)
+        )
+        print(f"mcp-pd proxy: {args.policy_file.policy.describe()}", file=sys.stderr)
+    audit = args.audit_trail
+    if audit is not None:
+        audit.instrument(server)
+        if http.clients is not None:
+            http.clients.refusals.append(audit.refused_at_the_door)
+        print(f"mcp-pd proxy: audit trail (one JSON line per decision) to {audit.where()}", file=sys.stderr)
     # Served over stdio the gateway has one client; over HTTP, a client silent for the sessions' idle timeout
     # counts as gone once another needs the upstream session it held (gateway/_roots.py).
     pool.bridge.single_client = args.transport == "stdio"
@@ -320,7 +348,8 @@ async def _serve(
         from ._lane import StdioLane
 
         # Admitted calls over stdio skip the SDK's request path (gateway/_lane.py; the README says what it takes).
-        lane = None if args.no_lane else StdioLane(gateway, _pd)
+        # The lane answers calls without the request handlers: an audited gateway sends each through them.
+        lane = None if args.no_lane or audit is not None else StdioLane(gateway, _pd)
         async with pipe_stdio(lane, limit=args.max_message_mib << 20) as (read, write):
             await server.run(read, write, options)
         if lane is not None:  # for whoever tunes the gateway, not the user: what the fast lane took
@@ -345,7 +374,7 @@ async def _serve(
     if not args.no_admin:
         from ._admin import ADMIN_PATH, admin_app
 
-        operator[ADMIN_PATH] = admin_app(pool=pool, gateway=gateway, pd=_pd, metrics=metrics)
+        operator[ADMIN_PATH] = admin_app(pool=pool, gateway=gateway, pd=_pd, metrics=metrics, audit=audit)
     # Large results' big strings are written in slices by the transport, not at once by the SDK, so one client's
     # big answer holds up no other client (gateway/_http_lane.py). Wrapped last: the metrics see the real result.
     http_lane = None
@@ -361,18 +390,18 @@ async def _serve(
         security=http.security,
         limits=http.limits,
         log_level=args.log_level.lower(),
+        stateless=args.stateless,
         clients=http.clients,
         operator=operator,
         operator_token=http.operator_token,
         responses=None if http_lane is None else http_lane.app,
     )
     if http.clients is not None:
-        known = len(http.clients)
-        print(f"mcp-pd proxy: bearer tokens required ({known} known); grants kept per principal", file=sys.stderr)
+        print(f"mcp-pd proxy: {http.clients.description}", file=sys.stderr)
     if operator:
         access = OperatorAccess(http.operator_token, client_tokens=http.clients is not None)
         print(f"mcp-pd proxy: {access.describe([f'GET {path}' for path in operator])}", file=sys.stderr)
-    for line in describe_http(http.limits, http.security):
+    for line in describe_http(http.limits, http.security, stateless=args.stateless):
         print(f"mcp-pd proxy: {line}", file=sys.stderr)
     print(f"mcp-pd proxy: serving on http://{args.host}:{args.port}/mcp", file=sys.stderr)
     _freeze_start_up()  # again once the upstreams started now have listed (_report_start)
@@ -501,6 +530,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     redact_logs()  # no token, key or URL credential in the operator's log either
     # Refused (SystemExit, with the reason) before any upstream starts, like `mcp-pd serve`.
     http = http_settings(args, "proxy") if args.command == "proxy" else None
+    if args.command == "proxy" and args.stateless and args.transport != "http":
+        print("mcp-pd proxy: --stateless applies to --transport http only", file=sys.stderr)
+        return 2
+    args.audit_trail = audit_trail(args, "proxy") if args.command == "proxy" else None
+    args.policy_file = policy_file(args, "proxy") if args.command == "proxy" else None
     args.semantic = _embeddings(args) if args.command == "proxy" else {}  # a bad --embeddings-* exits here
     if not 1 <= args.max_message_mib <= MAX_MESSAGE_MIB:
         print(f"mcp-pd {args.command}: --max-message-mib must be from 1 to {MAX_MESSAGE_MIB}", file=sys.stderr)
@@ -542,6 +576,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             sys.stderr.flush()
             os._exit(code if isinstance(code, int) else 1)
+    finally:
+        if args.audit_trail is not None:
+            args.audit_trail.close()  # what is queued is written
     # Leave at once: nothing is left to clean up (the upstreams are stopped), and a worker thread may still block.
     with contextlib.suppress(ValueError, OSError):
         sys.stdout.flush()

@@ -25,10 +25,9 @@ from __future__ import annotations
 import logging
 import re
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final, TypeAlias, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeAlias
 
-import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.server.context import ServerRequestContext
@@ -36,17 +35,16 @@ from mcp.server.subscriptions import PromptsListChanged, ResourcesListChanged, S
 from mcp.shared.exceptions import MCPError
 
 from ._bridge import ClientBridge, handshake_era
+from ._listings import Listings, session_of
 from ._names import Route, assign_names
-from ._pool import Upstream, UpstreamPool, UpstreamUnavailable
+from ._pool import UpstreamPool
 
 __all__ = ["NAMESPACE", "ContentRouter"]
 
 logger = logging.getLogger("mcp_pd.gateway")
 
 Context: TypeAlias = ServerRequestContext[Any, Any]
-T = TypeVar("T")
 NAMESPACE: Final = "+"  # a namespaced URI: "<upstream>+<the upstream's uri>"
-_PAGES: Final = 100
 RESOURCE_NOT_FOUND: Final = -32002  # what MCP servers answer for an unknown resource
 
 
@@ -66,73 +64,11 @@ class ContentRouter:
         self._subscribers: dict[tuple[str, str], weakref.WeakSet[Any]] = {}
         # The 2026-07-28 clients' listen streams (`build_gateway` sets it to the server's bus).
         self.bus: SubscriptionBus | None = None
+        # Under a policy (`--policy`): whether a request's principal may see an upstream at all. One it may not is
+        # left out of listings and refused like an unknown name, so its resources and prompts never surface.
+        self.allowed: Callable[[Context, str], bool] | None = None
+        self.upstreams = Listings(pool, bridge)  # one listing gathered across the upstreams that declare it
         bridge.listeners.append(self._notified)
-
-    # -- which upstreams ------------------------------------------------------------------------------
-    async def _serving(self, capability: str) -> list[tuple[Upstream, ClientSession]]:
-        """Every upstream that declares `capability`, started if need be (one that cannot start is left out)."""
-        found: dict[str, tuple[Upstream, ClientSession]] = {}
-
-        async def one(upstream: Upstream) -> None:
-            try:
-                session = await upstream.ensure()
-            except UpstreamUnavailable as exc:
-                logger.info("listing %s without upstream %r: %s", capability, upstream.name, exc)
-                return
-            if getattr(session.server_capabilities, capability, None) is not None:
-                found[upstream.name] = (upstream, session)
-
-        async with anyio.create_task_group() as tg:
-            for upstream in list(self.pool.upstreams.values()):
-                tg.start_soon(one, upstream)
-        return [found[name] for name in sorted(found)]
-
-    async def _gather(
-        self,
-        capability: str,
-        page: Callable[[ClientSession, str | None], Awaitable[tuple[list[T], str | None]]],
-        ctx: Context | None = None,
-    ) -> dict[str, list[T]]:
-        """Every page of one listing from each upstream that declares `capability`. For `ctx`'s client, an upstream
-        on its clients' roots is listed from the session holding that client's roots (what it lists may come from
-        them); one that cannot be had for it is left out. Without `ctx` (routing only), the shared session."""
-        listed: dict[str, list[T]] = {}
-
-        async def pages(session: ClientSession) -> list[T]:
-            items: list[T] = []
-            cursor: str | None = None
-            for _ in range(_PAGES):
-                got, cursor = await page(session, cursor)
-                items.extend(got)
-                if not cursor:
-                    break
-            return items
-
-        async def one(upstream: Upstream, session: ClientSession) -> None:
-            items: list[T] = []
-            try:
-                if ctx is not None and self.bridge.roots.uses_roots(upstream.name):
-
-                    async def own(key: str) -> list[T]:
-                        return await pages(await _session(self.pool, key))
-
-                    request = ("list", capability, None)
-                    items = await self.bridge.call(upstream.name, ctx, None, request, own)
-                else:
-                    items = await pages(session)
-            except Exception as exc:  # one failing upstream leaves the others' entries listed
-                # A server with resources may have no templates (resources/templates/list is optional): not a fault.
-                quiet = isinstance(exc, MCPError) and exc.error.code == types.METHOD_NOT_FOUND
-                (logger.debug if quiet else logger.warning)(
-                    "upstream %r: listing its %s failed: %s", upstream.name, capability, exc
-                )
-            listed[upstream.name] = items
-
-        serving = await self._serving(capability)
-        async with anyio.create_task_group() as tg:
-            for upstream, session in serving:
-                tg.start_soon(one, upstream, session)
-        return {name: listed[name] for name in sorted(listed)}
 
     # -- resources ------------------------------------------------------------------------------------
     async def list_resources(self, ctx: Context, params: types.PaginatedRequestParams | None) -> Any:
@@ -140,11 +76,14 @@ class ContentRouter:
             got = await session.list_resources(params=types.PaginatedRequestParams(cursor=cursor))
             return list(got.resources), got.next_cursor
 
-        listed = await self._gather("resources", page, ctx)
+        listed = await self.upstreams.gather("resources", page, ctx)
         await self._list_templates()  # what each upstream could serve: links that two could resolve are namespaced
         served = self._serve({n: [r.uri for r in items] for n, items in listed.items()})
         resources = [
-            r.model_copy(update={"uri": served[(name, r.uri)]}) for name, items in listed.items() for r in items
+            r.model_copy(update={"uri": served[(name, r.uri)]})
+            for name, items in listed.items()
+            if self._may(ctx, name)
+            for r in items
         ]
         return types.ListResourcesResult(resources=resources)
 
@@ -154,6 +93,7 @@ class ContentRouter:
         templates = [
             t.model_copy(update={"uri_template": served[(name, t.uri_template)]})
             for name, items in listed.items()
+            if self._may(ctx, name)
             for t in items
         ]
         return types.ListResourceTemplatesResult(resource_templates=templates)
@@ -163,7 +103,7 @@ class ContentRouter:
             got = await session.list_resource_templates(params=types.PaginatedRequestParams(cursor=cursor))
             return list(got.resource_templates), got.next_cursor
 
-        listed = await self._gather("resources", page, ctx)
+        listed = await self.upstreams.gather("resources", page, ctx)
         self._templates = [
             (name, t.uri_template, _pattern(t.uri_template)) for name, items in listed.items() for t in items
         ]
@@ -185,10 +125,13 @@ class ContentRouter:
             self._owners.setdefault(uri, set()).update(names)
         return served
 
+    def _may(self, ctx: Context | None, upstream: str) -> bool:
+        return ctx is None or self.allowed is None or self.allowed(ctx, upstream)
+
     async def read_resource(self, ctx: Context, params: types.ReadResourceRequestParams) -> Any:
         uri = params.uri
         route = await self._resource_route(uri)
-        if route is None:
+        if route is None or not self._may(ctx, route[0]):
             raise MCPError(
                 RESOURCE_NOT_FOUND,
                 f"Resource {uri} is not served by any upstream of this gateway (list them with resources/list; "
@@ -198,7 +141,7 @@ class ContentRouter:
         name, own = route
 
         async def read(key: str) -> types.ReadResourceResult:
-            return await (await _session(self.pool, key)).read_resource(own)
+            return await (await session_of(self.pool, key)).read_resource(own)
 
         result = await self.bridge.call(name, ctx, params, ("resources/read", uri, None), read)
         if isinstance(result, types.InputRequiredResult):
@@ -225,7 +168,7 @@ class ContentRouter:
         matched = {name for name, _, pattern in self._templates if pattern.fullmatch(uri)}
         if len(matched) == 1:
             return matched.pop(), uri
-        serving = {u.name for u, _ in await self._serving("resources")}
+        serving = {u.name for u, _ in await self.upstreams.serving("resources")}
         if len(serving) == 1:
             return serving.pop(), uri
         return None
@@ -238,7 +181,7 @@ class ContentRouter:
             got = await session.list_resources(params=types.PaginatedRequestParams(cursor=cursor))
             return list(got.resources), got.next_cursor
 
-        listed = await self._gather("resources", page)
+        listed = await self.upstreams.gather("resources", page)
         self._serve({n: [r.uri for r in items] for n, items in listed.items()})
 
     def served_uri(self, upstream: str, uri: str) -> str:
@@ -283,13 +226,13 @@ class ContentRouter:
 
     async def _subscription(self, ctx: Context, uri: str, *, subscribe: bool) -> None:
         route = await self._resource_route(uri)
-        if route is None:
+        if route is None or not self._may(ctx, route[0]):
             raise MCPError(RESOURCE_NOT_FOUND, f"Resource {uri} is not served by any upstream of this gateway.")
         name, own = route
         conn = self.bridge.connection(ctx)
 
         async def apply(key: str) -> None:
-            session = await _session(self.pool, key)
+            session = await session_of(self.pool, key)
             subscribers = self._subscribers.setdefault((key, uri), weakref.WeakSet())
             if conn is not None:
                 (subscribers.add if subscribe else subscribers.discard)(conn)
@@ -330,35 +273,38 @@ class ContentRouter:
 
     # -- prompts --------------------------------------------------------------------------------------
     async def list_prompts(self, ctx: Context, params: types.PaginatedRequestParams | None) -> Any:
-        return types.ListPromptsResult(prompts=await self._list_prompts(ctx))
+        prompts = await self._list_prompts(ctx)
+        return types.ListPromptsResult(
+            prompts=[p for p in prompts if (r := self._prompts.get(p.name)) is not None and self._may(ctx, r.server)]
+        )
 
     async def _list_prompts(self, ctx: Context | None = None) -> list[types.Prompt]:
         async def page(session: ClientSession, cursor: str | None) -> tuple[list[types.Prompt], str | None]:
             got = await session.list_prompts(params=types.PaginatedRequestParams(cursor=cursor))
             return list(got.prompts), got.next_cursor
 
-        listed = await self._gather("prompts", page, ctx)
+        listed = await self.upstreams.gather("prompts", page, ctx)
         prefixes = {n: u.config.prefix for n, u in self.pool.upstreams.items() if u.config.prefix}
         self._prompts = assign_names({n: [p.name for p in items] for n, items in listed.items()}, prefixes)
         by_route = {(n, p.name): p for n, items in listed.items() for p in items}
         return [by_route[(r.server, r.tool)].model_copy(update={"name": served}) for served, r in self._prompts.items()]
 
-    async def _prompt_route(self, name: str) -> Route:
+    async def _prompt_route(self, name: str, ctx: Context | None = None) -> Route:
         if name not in self._prompts:
             await self._list_prompts()
         route = self._prompts.get(name)
-        if route is None:
+        if route is None or not self._may(ctx, route.server):
             raise MCPError(
                 types.INVALID_PARAMS, f"Unknown prompt: '{name}' is not served by any upstream of this gateway."
             )
         return route
 
     async def get_prompt(self, ctx: Context, params: types.GetPromptRequestParams) -> Any:
-        route = await self._prompt_route(params.name)
+        route = await self._prompt_route(params.name, ctx)
         request = ("prompts/get", params.name, params.arguments)
 
         async def get(key: str) -> types.GetPromptResult:
-            return await (await _session(self.pool, key)).get_prompt(route.tool, params.arguments)
+            return await (await session_of(self.pool, key)).get_prompt(route.tool, params.arguments)
 
         result = await self.bridge.call(route.server, ctx, params, request, get)
         if isinstance(result, types.InputRequiredResult):
@@ -373,32 +319,24 @@ class ContentRouter:
         ref = params.ref
         own_ref: types.PromptReference | types.ResourceTemplateReference
         if isinstance(ref, types.PromptReference):
-            route = await self._prompt_route(ref.name)
+            route = await self._prompt_route(ref.name, ctx)
             name, own_ref = route.server, ref.model_copy(update={"name": route.tool})
         else:
             if ref.uri not in self._served:
                 await self.list_templates(ctx, None)
             found = await self._resource_route(ref.uri)
-            if found is None:
+            if found is None or not self._may(ctx, found[0]):
                 raise MCPError(types.INVALID_PARAMS, f"Unknown resource template: {ref.uri}")
             name, own_ref = found[0], ref.model_copy(update={"uri": found[1]})
         context = params.context.arguments if params.context is not None else None
         argument = params.argument.model_dump(by_alias=True)
 
         async def complete(key: str) -> types.CompleteResult:
-            return await (await _session(self.pool, key)).complete(own_ref, argument, context)
+            return await (await session_of(self.pool, key)).complete(own_ref, argument, context)
 
         # On the caller's own session: an upstream on its clients' roots completes from that client's folders.
         result: types.CompleteResult = await self.bridge.call(name, ctx, None, ("completion", name, None), complete)
         return result
-
-
-async def _session(pool: UpstreamPool, key: str) -> ClientSession:
-    """The live session `key` names (an upstream's name, or a client's own session); MCPError saying why not."""
-    try:
-        return await pool.instance(key).ensure()
-    except UpstreamUnavailable as exc:
-        raise MCPError(types.INTERNAL_ERROR, f"{str(exc)[0].upper()}{str(exc)[1:]}.") from None
 
 
 def _pattern(template: str) -> re.Pattern[str]:

@@ -173,6 +173,8 @@ class InstructionsDelivery:
         self._writing = False
         self._dirty = False
         self._client: Callable[[ServerRequestContext[Any, Any]], ClientId] = _nobody
+        # Under a policy (`--policy`) an upstream's own text may name tools a client may not see: never sent.
+        self.private = False
 
     # -- what is known of each upstream -------------------------------------------------------------
     def known(self, upstream: Upstream) -> str | None:
@@ -275,7 +277,7 @@ class InstructionsDelivery:
     def owed(self, client: ClientId, names: Iterable[str]) -> dict[str, str]:
         """{upstream: instructions} of the upstreams serving `names` that `client` has not received as they are
         now; recorded as received."""
-        if not client.lasting:
+        if not client.lasting or self.private:
             return {}
         given = self._given.setdefault(client.key, {})
         texts = self.texts()
@@ -321,11 +323,15 @@ class InstructionsDelivery:
         return read
 
 
-def compose(pool: UpstreamPool, routes: Mapping[str, Route], texts: Mapping[str, str]) -> str:
+def compose(pool: UpstreamPool, routes: Mapping[str, Route], texts: Mapping[str, str], *, private: bool = False) -> str:
     """A gateway's instructions: which upstream serves which tools (`routes`: served name -> route), then the
-    upstreams' own `texts`."""
+    upstreams' own `texts`. `private` (a policy decides who sees which tool): no tool named, no upstream's text
+    (those name their tools too)."""
     names = list(pool.upstreams)
     parts = [f"This gateway serves the tools of {len(names)} MCP server(s): {', '.join(names)}."]
+    if private:
+        parts.append("Which tools each of them serves, and which you may use, is in tools/list.")
+        return "\n\n".join(parts)
     served: dict[str, list[str]] = {}
     for name, route in routes.items():
         served.setdefault(route.server, []).append(name)

@@ -133,6 +133,8 @@ class Gateway:
         self.listing: list[types.Tool] = []
         self.name_notes: tuple[str, ...] = ()  # tools served under another name than usual, and why (`_names`)
         self.task_notes: tuple[str, ...] = ()  # tools that only a task-augmented call runs (`_tasks.py`)
+        # Under a policy (`--policy`) the instructions every client gets name no tool: some clients may not see it.
+        self.private_names = False
         self.pd: ProgressiveDisclosure | None = None
         self.told: InstructionsDelivery | None = None  # what each upstream tells clients, and who has received it
         self.tasks: TaskRouter | None = None  # task-augmented calls and the tasks they created, per client
@@ -218,7 +220,7 @@ class Gateway:
                 for n, u in self.pool.upstreams.items()
             }
             texts = {n: t.strip() for n, t in known.items() if t and t.strip()}
-        return compose(self.pool, self.routes, texts)
+        return compose(self.pool, self.routes, texts, private=self.private_names)
 
     # -- handlers ------------------------------------------------------------------------------------
     async def list_tools(
@@ -428,6 +430,7 @@ def build_gateway(
         results=gateway.content.tool_result,
         remembered=told.tasks,
     )
+    gateway.private_names = told.private = options.get("permission") is not None
     content, bridge = gateway.content, gateway.bridge
     with handshake_era():  # a gateway carries the roots and logging its clients and upstreams use
         server: Server[Any] = Server(
