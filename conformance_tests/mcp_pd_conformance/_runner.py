@@ -11,22 +11,18 @@ from ._available import available_tools_visible
 from ._baseline import apply_baseline, validate_selector
 from ._browse import adopt_catalog
 from ._catalog import catalog_profile
-from ._checks import (
-    NO_RESOURCE,
-    Discovery,
-    missing_selection,
-    resource_listing,
-    resource_read,
-    tools_list,
-    unfetched_tool_note,
-)
+from ._checks import NO_RESOURCE, Discovery, unfetched_tool_note
 from ._definitions import judge_reads, learn_definitions, listed_schema_agrees, schema_valid
 from ._fallback import tool_fallback_profile
 from ._grants import GrantsSession, finish_grants, open_grants
+from ._listing import tools_list
+from ._missing import missing_selection
 from ._model import EraInfo, Report, Status
 from ._probe import MAX_PAGES, ConnectFailure, Held, Mode, Peer, Pool, Target
 from ._profiles import ProfileContext
+from ._reading import resource_read
 from ._record import Recorder
+from ._resource_listing import resource_listing
 from ._selection import selection_parsing
 from ._served import capabilities_in_eras, served_tools_listed
 from ._sessions import (
