@@ -20,6 +20,15 @@ LISTING_CHECKS: Final[tuple[CheckSpec, ...]] = (
         "Start an MCP server (stdio or Streamable HTTP); progressive disclosure is an MCP extension.",
     ),
     define(
+        "connection/era-exercised",
+        M,
+        ("PD-2-01", "PDX-SUITE-01"),
+        "each protocol era asked for was exercised: requests of it answered in its own protocol",
+        "Serve the protocol era you ask the suite to check: answer initialize (2025-11-25) for --era legacy, and "
+        "server/discover or requests carrying the 2026-07-28 envelope for --era 2026-07-28; or check with --era both, "
+        "to be judged on the era you speak.",
+    ),
+    define(
         "tools-list/listed",
         M,
         ("PD-3.1-01",),

@@ -89,6 +89,7 @@ SECTION_TITLES: Final[dict[str, str]] = {
     "I-3": "Parsing ?tools= (the project's interpretation, not the spec: WARNING only)",
     "I-13": "describe_tools: the resource read as a tool (the project's interpretation)",
     "I-16": "Catalog mode: search, browse, describe, call (the project's interpretation)",
+    "I-27": "What the suite exercised (the suite's own behaviour)",
 }
 
 # Optional profiles (`mcp-pd check --profile NAME`): checks of the project's own extensions, run only when
@@ -147,4 +148,4 @@ def define(check_id: str, severity: Severity, requirements: tuple[str, ...], tit
 # Scenarios run once per selected protocol era; the others run once.
 PER_ERA_SCENARIOS: Final[frozenset[str]] = frozenset({"authorization", "isolation", "session-end"})
 # Checks of other scenarios judged in each era too: what a server declares can differ between its handshakes.
-PER_ERA_CHECKS: Final[frozenset[str]] = frozenset({"resource-listing/capability-declared"})
+PER_ERA_CHECKS: Final[frozenset[str]] = frozenset({"connection/era-exercised", "resource-listing/capability-declared"})

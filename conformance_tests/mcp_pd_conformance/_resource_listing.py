@@ -9,13 +9,18 @@ from ._checks import NO_EXTENSION, NO_RESOURCE, Discovery
 from ._documents import base_uri, uri_path
 from ._probe import Exchange, Peer
 from ._record import Recorder
-from ._text import explains_authorization, explains_consequence, explains_fetch_first, explains_tools_list
+from ._text import (
+    explains_authorization,
+    explains_consequence,
+    explains_fetch_first,
+    explains_tools_list,
+    sequential_steps,
+)
 
 __all__ = ["resource_listing"]
 
 _NAME = re.compile(r"tool[\s_-]*(descriptions?|definitions?|docs?|documentation)", re.IGNORECASE)
 _TOOLS_LIST = re.compile(r"tools/list|tools list|tool list|list of tools|list_tools|listTools", re.IGNORECASE)
-_STEPS = re.compile(r"\bstep\s*\d|(^|\s)1[.)]\s.*(^|\s)2[.)]\s|\bfirst\b.*\bthen\b", re.IGNORECASE | re.DOTALL)
 _SELECT = re.compile(r"select|choos|pick|identify|decide", re.IGNORECASE)
 _PARAMS = re.compile(r"parameter|argument|schema|input", re.IGNORECASE)
 _URI_EXAMPLE = re.compile(r"[a-z][a-z0-9+.-]*:\S*\?tools=[A-Za-z0-9_.-]+", re.IGNORECASE)
@@ -119,7 +124,12 @@ async def resource_listing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         "says what an unfetched call does",
         "TOOL_DESCRIPTION_REQUIRED, or a sentence saying a call without fetching fails",
     )
-    judge("resource-listing/sequential-steps", bool(_STEPS.search(text)), "uses numbered steps", '"Step 1: ..."')
+    judge(
+        "resource-listing/sequential-steps",
+        sequential_steps(text),
+        "lays the workflow out as steps in order",
+        'steps in order: "Step 1: ... Step 2: ...", or "First ..., then ..., finally ..."',
+    )
     judge(
         "resource-listing/selection-vs-parameters",
         bool(_TOOLS_LIST.search(text) and _SELECT.search(text) and _PARAMS.search(text)),

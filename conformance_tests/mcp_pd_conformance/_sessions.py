@@ -214,15 +214,10 @@ def _skip_era(rec: Recorder, era: str, reason: str) -> None:
         rec.skip_scenario(scenario, reason, era=era)
 
 
-async def open_era(
-    pool: Pool, target: Target, era: str, mode: Mode, rec: Recorder, disc: Discovery
-) -> EraSession | None:
-    """Open session A of `era`, check its listings and send the unfetched-call probe."""
-    try:
-        held = await pool.open(target, mode)
-    except ConnectFailure as exc:
-        _skip_era(rec, era, f"could not open a {era} session: {exc.message}")
-        return None
+async def open_era(held: Held, era: str, rec: Recorder, disc: Discovery) -> EraSession:
+    """Session A of `era` (opened in that era's protocol, see _eras.open_in_era): its listings and the unfetched-call
+    probe. Its later sessions (B, C) are opened in the same client mode."""
+    mode = held.peer.mode
     session = EraSession(era, mode, held, EraInfo(era, mode, held.peer.protocol_version))
     await _era_listings(held.peer, rec, disc, era)
     if disc.probe is None:
@@ -501,11 +496,12 @@ async def _session_end(
 
 # -- sessionless ----------------------------------------------------------------------------------------
 async def open_sessionless(
-    pool: Pool, target: Target, rec: Recorder, disc: Discovery, default: EraInfo | None
+    pool: Pool, target: Target, rec: Recorder, disc: Discovery, negotiated: str | None
 ) -> Held | None:
-    """Scenario sessionless, first half: a client pinned to 2026-07-28 (no MCP session) sends the unfetched probe."""
-    if default is not None:
-        rec.info("sessionless/negotiated-version", f"the default client (mode auto) negotiated {default.negotiated}")
+    """Scenario sessionless, first half: a client pinned to 2026-07-28 (no MCP session) sends the unfetched probe.
+    `negotiated`: what the default client (mode auto) negotiated, when the run opened one."""
+    if negotiated is not None:
+        rec.info("sessionless/negotiated-version", f"the default client (mode auto) negotiated {negotiated}")
     else:
         rec.info("sessionless/negotiated-version", "the default client could not connect")
     if disc.probe is None:
@@ -516,7 +512,7 @@ async def open_sessionless(
     except ConnectFailure as exc:
         rec.skip_scenario("sessionless", f"could not open a 2026-07-28 client: {exc.message}")
         return None
-    if default is None or default.negotiated not in SESSIONLESS_VERSIONS:
+    if negotiated not in SESSIONLESS_VERSIONS:
         listing = await held.peer.list_tools()
         if listing.error is not None:
             rec.skip_scenario("sessionless", f"the server does not serve 2026-07-28 requests ({listing.received})")

@@ -134,6 +134,13 @@ DEFECTS = {
     "tools' definitions by position, so an unknown name holds a real tool's definition (violates PD-4.4-01)",
     "gap-cached-by-set": "reads of several tools are cached by the set of names, and a cached answer pairs the names "
     "in the new order with the definitions in the first (violates PD-4.4-01)",
+    # Issue 42: correct but unusual servers the suite wrongly failed (each must pass).
+    "reordered-required": "correct; every other read of a tool serves its required list in another order (a set in "
+    "JSON Schema: allowed)",
+    "reworded-description": "correct; the resource description says the workflow in other words: unnumbered steps, "
+    "and a fetch 'unlocks that tool for as long as this session lasts' (allowed)",
+    "modern-only": "correct, but speaks protocol 2026-07-28 only: the initialize handshake is refused (allowed; "
+    "judged in 2026-07-28, the legacy era reported as not exercised)",
     # Profile tool-fallback (I-13): `good` with a describe tool.
     "describe-good": "good, plus a correct describe_tools tool",
     "describe-gated": "describe_tools is an ordinary tool to this server: listed minimal, gated, never named in "
@@ -228,6 +235,14 @@ ERROR_MENTION = RESOURCE_DESCRIPTION.replace(
 KEYWORDS_ONLY = (
     "Tool definitions as JSON. Errors follow the tools/list format. First published in 2024. "
     f"Syntax: {BASE}?tools=TOOL_NAME. Step 1: read the changelog. Authorization lasts for the session."
+)
+# The same workflow in other words: steps in order without numbers, and the grant without "authorizes".
+REWORDED = (
+    "Full tool definitions. Begin by choosing a tool from tools/list by its short description (tools/list is for "
+    "selecting, not for parameters). Next, read this resource to learn its parameters: "
+    f"{BASE}?tools=TOOL_NAME (several: {BASE}?tools=TOOL1,TOOL2). Finally, call the tool. Reading a tool's "
+    "description unlocks that tool for as long as this session lasts; calling a tool before fetching fails with "
+    "TOOL_DESCRIPTION_REQUIRED."
 )
 INSTRUCTIONS = f"Before calling a tool, read {BASE}?tools=TOOL_NAME to learn its parameters."
 
@@ -652,9 +667,11 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             uri=BASE,
             name="tool_descriptions",
             title="Tool Descriptions - required before calling any tool",
-            description={"keyword-description": KEYWORDS_ONLY, "consequence-by-keyword": ERROR_MENTION}.get(
-                defect, RESOURCE_DESCRIPTION
-            ),
+            description={
+                "keyword-description": KEYWORDS_ONLY,
+                "consequence-by-keyword": ERROR_MENTION,
+                "reworded-description": REWORDED,
+            }.get(defect, RESOURCE_DESCRIPTION),
             mime_type="application/json",
         )
         if params is not None and params.cursor == "resources:2":
@@ -696,6 +713,9 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             if real is not None:
                 body[name] = _served(defect, paired.get(name, real))
                 served.append(real)
+                required = body[name]["inputSchema"].get("required")
+                if defect == "reordered-required" and required and sum(reads.values()) % 2 == 0:
+                    body[name]["inputSchema"]["required"] = list(reversed(required))
             elif defect != "no-unknown-entry":
                 available = sorted(grants.get(key or "", {})) if defect == "available-fetched-only" else sorted(FULL)
                 said = f"No tool named '{name}'" if defect == "doc-unknown-wording" else f"Tool '{name}' not found"
@@ -794,6 +814,15 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             return capabilities.model_copy(update={"resources": None})
 
         server.get_capabilities = undeclared  # type: ignore[method-assign]
+    if defect == "modern-only":
+
+        async def no_handshake(ctx: Any, call_next: Any) -> Any:
+            if ctx.method == "initialize":
+                raise MCPError(types.INVALID_REQUEST, "This server speaks protocol 2026-07-28 only: no initialize.")
+            return await call_next(ctx)
+
+        server.middleware.append(no_handshake)
+        return server
     discover = server.get_request_handler("server/discover")
     assert discover is not None
     original = discover.handler

@@ -1,0 +1,118 @@
+"""Issue 42, the suite's fourth round: correct but unusual servers it wrongly failed, and the eras it claims.
+
+Each control of pdconf_controls.py named here is `good` with one change; the correct ones must pass (each failed on
+a93d142), the faulty ones must fail on exactly the check that judges them. Over stdio in both eras, and over HTTP
+where the change shows there (one process serving each control at /CONTROL/mcp).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from mcp_pd_conformance import ERAS, Options, Report, Status, Target, render
+from mcp_pd_conformance._text import explains_authorization, sequential_steps
+from pdtest import http_command
+from pdtest_suite import keys, run_options
+
+CONTROLS = Path(__file__).resolve().parent / "pdconf_controls.py"
+# Correct servers the third round failed: `required` in another order between reads, the resource's workflow in
+# other words, a server that speaks 2026-07-28 only.
+CORRECT = ("reordered-required", "reworded-description", "modern-only")
+OVER_HTTP = ("modern-only",)
+
+
+def _argv(*controls: str) -> tuple[str, ...]:
+    return (sys.executable, str(CONTROLS), *controls)
+
+
+@pytest.fixture(scope="module")
+def round4() -> dict[str, Report]:
+    """Each control over stdio in both eras (key `stdio NAME`), the ones of OVER_HTTP over HTTP in both eras too
+    (`http NAME`), and modern-only asked for the era it never speaks (`stdio modern-only --era legacy`)."""
+    options = {f"stdio {name}": Options(Target(stdio=_argv(name)), eras=ERAS) for name in CORRECT}
+    options["stdio modern-only --era legacy"] = Options(Target(stdio=_argv("modern-only")), eras=("legacy",))
+    # Served by one process at /CONTROL/mcp (with `good` beside, so that one control alone is served so too).
+    with http_command((*_argv(*OVER_HTTP, "good"), "--http")) as url:
+        base = url.removesuffix("/mcp")
+        for name in OVER_HTTP:
+            options[f"http {name}"] = Options(Target(url=f"{base}/{name}/mcp"), eras=ERAS)
+        return run_options(options, limit=3)
+
+
+def _status(report: Report, key: str) -> Status:
+    return next(r.status for r in report.results if r.key == key)
+
+
+@pytest.mark.req("PD-3.2-02", "PD-4.4-01", "PD-4.2-05", "PD-4.2-08")
+@pytest.mark.parametrize("control", ["reordered-required", "reworded-description"])
+def test_correct_but_unusual_servers_pass(control: str, round4: dict[str, Report]) -> None:
+    """`required` is a set (JSON Schema): another order between reads is the same schema. Steps need no numbers and
+    a grant needs no word "authorizes". Both passed nothing on a93d142 (a FAILURE, two WARNINGs)."""
+    report = round4[f"stdio {control}"]
+    text = render(report)
+    assert report.exit_code == 0 and report.verdict == "PASS", text
+    assert not keys(report, Status.FAILURE) | keys(report, Status.WARNING), text
+    checks = {
+        "reordered-required": ("resource-read/entries-match-keys",),
+        "reworded-description": ("resource-listing/sequential-steps", "resource-listing/explains-authorization"),
+    }[control]
+    for check in checks:
+        assert _status(report, check) is Status.SUCCESS, text
+
+
+@pytest.mark.req("PD-2-01", "PDX-SUITE-01")
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_server_of_one_era_is_judged_on_the_era_it_speaks(transport: str, round4: dict[str, Report]) -> None:
+    """A server that refuses the initialize handshake passes under --era both: the handshake is judged in 2026-07-28,
+    the legacy era is reported as not exercised (INFO, its checks skipped with that reason), never as a failure."""
+    report = round4[f"{transport} modern-only"]
+    text = render(report)
+    assert report.exit_code == 0 and report.verdict.startswith("PASS"), text
+    assert not keys(report, Status.FAILURE) | keys(report, Status.WARNING), text
+    assert _status(report, "connection/handshake") is Status.SUCCESS, text
+    legacy = next(r for r in report.results if r.key == "connection/era-exercised[legacy]")
+    assert legacy.status is Status.INFO and "refused the initialize handshake" in legacy.message, text
+    assert _status(report, "connection/era-exercised[2026-07-28]") is Status.SUCCESS, text
+    coverage = {c.era: c.exercised for c in report.coverage}
+    assert coverage == {"legacy": False, "2026-07-28": True}, text
+    assert "Era legacy: NOT exercised: the server refused the initialize handshake" in text
+    skipped = [r for r in report.results if r.era == "legacy" and r.id != "connection/era-exercised"]
+    assert skipped and all(r.status is Status.SKIPPED for r in skipped), text
+    assert all("the legacy era was not exercised" in r.message for r in skipped), text
+    first = report.to_json()["era_coverage"][0]
+    assert first["era"] == "legacy" and first["exercised"] is False and "initialize" in first["detail"], first
+
+
+@pytest.mark.req("PDX-SUITE-01")
+def test_asking_for_an_era_the_server_never_speaks_cannot_pass(round4: dict[str, Report]) -> None:
+    report = round4["stdio modern-only --era legacy"]
+    assert report.exit_code == 1 and report.verdict == "FAIL", render(report)
+
+
+def test_workflow_words_are_read_by_meaning() -> None:
+    """Other words for the same statements pass; mentions of sessions or order that do not say them do not."""
+    for said in (
+        "Fetching a description authorizes that tool for this session.",
+        "Reading a tool's description unlocks that tool for as long as this session lasts.",
+        "A read grants access to the tool for the rest of the connection.",
+        "Once read, a definition lets you call its tool for the rest of the session.",
+    ):
+        assert explains_authorization(said), said
+    for said in (
+        "Calling a tool is not allowed in this session without reading it first.",
+        "Calls in this session are logged.",
+        "Errors follow the tools/list format.",
+    ):
+        assert not explains_authorization(said), said
+    for said in (
+        "Begin by choosing a tool. Next, read its description. Finally, call it.",
+        "First pick a tool from tools/list, then read its definition.",
+        "tools/list -> tool_descriptions?tools=NAME -> tools/call",
+        "Step 1: choose. Step 2: read.",
+        "1. Choose a tool. 2. Read it.",
+    ):
+        assert sequential_steps(said), said
+    for said in ("Tool definitions as JSON. Fetch a definition before calling.", "Read the definition, then call it."):
+        assert not sequential_steps(said), said
