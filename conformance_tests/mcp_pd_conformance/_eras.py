@@ -41,7 +41,7 @@ class EraLedger:
     def missed(self, era: str, why: str) -> None:
         """`era` could not be exercised this way (a later way may still exercise it)."""
         if era not in self.exercised:
-            self.missing.setdefault(era, why)
+            self.missing[era] = why  # the later way tried says more (it names the earlier ones)
 
     def unspoken(self, era: str) -> str | None:
         """Why `era` is known not to be spoken (its sessions would only repeat the refusal), or None."""

@@ -9,7 +9,9 @@ from ._documents import MISSING_MESSAGE, MISSING_TOOL_SELECTION, error_document,
 from ._probe import Exchange, Peer, short
 from ._record import Recorder
 
-__all__ = ["missing_selection"]
+__all__ = ["MISSING_DOCUMENT", "error_document_in_era", "missing_selection"]
+
+MISSING_DOCUMENT = "missing-selection/error-document"
 
 
 # -- missing-selection --------------------------------------------------------------------------------
@@ -25,8 +27,10 @@ def _wrapped(exchange: Exchange) -> bool:
     return isinstance(value, dict) and isinstance(value.get("error"), dict)
 
 
-async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery) -> None:
-    """Scenario missing-selection: reads without tool names (spec 4.3, 6.1)."""
+async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery, era: str | None) -> None:
+    """Scenario missing-selection: reads without tool names (spec 4.3, 6.1). The error document is judged here for
+    `era` (the protocol this session speaks; None: an era not asked for), and in each other era's own session by
+    `error_document_in_era`."""
     if disc.base is None:
         rec.skip_scenario("missing-selection", NO_RESOURCE)
         return
@@ -54,8 +58,34 @@ async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery) -> None:
             rec.fail(check_id, f"reading {uri} {what}", expected=expected, exchange=exchange)
     await _no_tools_parameter(peer, rec, disc.base)
     await _blank_selection(peer, rec, disc.base)
+    if era is not None:
+        _judge_document(rec, disc.base, documents, era)
+
+
+async def error_document_in_era(peer: Peer, rec: Recorder, base: str, era: str) -> None:
+    """missing-selection/error-document in `era`'s own session: a server may build its refusal per protocol version,
+    and a 2026-07-28 MISSING_TOOL_SELECTION without its document is as wrong as a 2025-11-25 one (6.1)."""
+    exchange = await peer.read(base)
+    document, _via = _missing_selection_doc(exchange)
+    found = [(document, exchange)] if document is not None and document.get("code") == MISSING_TOOL_SELECTION else []
+    if not found:
+        what = f"was refused with {document.get('code')}" if document else f"got {short(exchange.received, 160)}"
+        rec.fail(
+            "missing-selection/error-document",
+            f"in protocol {peer.protocol_version}, a read of {base} without a selection {what}: no "
+            "MISSING_TOOL_SELECTION document",
+            expected=f'{{"error": {{"code": "MISSING_TOOL_SELECTION", "message": "{MISSING_MESSAGE}", "examples": '
+            "[...]}} as the JSON-RPC error's data, in every protocol era (spec 6.1)",
+            exchange=exchange,
+            era=era,
+        )
+        return
+    _judge_document(rec, base, found, era)
+
+
+def _judge_document(rec: Recorder, base: str, documents: list[tuple[dict[str, Any], Exchange]], era: str) -> None:
     if not documents:
-        rec.skip("missing-selection/error-document", "no MISSING_TOOL_SELECTION document was returned")
+        rec.skip("missing-selection/error-document", "no MISSING_TOOL_SELECTION document was returned", era=era)
         return
     document, first = documents[0]
     problems = []
@@ -65,7 +95,7 @@ async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery) -> None:
     if message != MISSING_MESSAGE:
         problems.append(f"the message is {short(message, 120)!r}, not the spec's")
     examples = document.get("examples")
-    wanted = [f"{disc.base}?tools=tool_name", f"{disc.base}?tools=tool1,tool2"]
+    wanted = [f"{base}?tools=tool_name", f"{base}?tools=tool1,tool2"]
     if examples != wanted:
         problems.append(f"examples are {short(examples, 160)}, not the spec's two")
     if problems:
@@ -75,9 +105,10 @@ async def missing_selection(peer: Peer, rec: Recorder, disc: Discovery) -> None:
             expected=f'{{"error": {{"code": "MISSING_TOOL_SELECTION", "message": "{MISSING_MESSAGE}", '
             f'"examples": {short(wanted)}}}}} (spec 6.1, with this server\'s base URI)',
             exchange=first,
+            era=era,
         )
     else:
-        rec.ok("missing-selection/error-document", f"message {message!r}, examples {short(examples, 160)}")
+        rec.ok("missing-selection/error-document", f"message {message!r}, examples {short(examples, 160)}", era=era)
 
 
 async def _not_missing_selection(peer: Peer, base: str, queries: tuple[str, ...]) -> list[tuple[str, Exchange]]:

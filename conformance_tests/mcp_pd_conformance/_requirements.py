@@ -148,4 +148,7 @@ def define(check_id: str, severity: Severity, requirements: tuple[str, ...], tit
 # Scenarios run once per selected protocol era; the others run once.
 PER_ERA_SCENARIOS: Final[frozenset[str]] = frozenset({"authorization", "isolation", "session-end"})
 # Checks of other scenarios judged in each era too: what a server declares can differ between its handshakes.
-PER_ERA_CHECKS: Final[frozenset[str]] = frozenset({"connection/era-exercised", "resource-listing/capability-declared"})
+# The error documents too: a server may build its refusals per protocol version (6.1 and 6.2 hold in every era).
+PER_ERA_CHECKS: Final[frozenset[str]] = frozenset(
+    {"connection/era-exercised", "resource-listing/capability-declared", "missing-selection/error-document"}
+)

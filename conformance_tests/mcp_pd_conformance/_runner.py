@@ -17,7 +17,7 @@ from ._eras import EraLedger, open_discovery, open_in_era
 from ._fallback import tool_fallback_profile
 from ._grants import GrantsSession, finish_grants, open_grants
 from ._listing import tools_list
-from ._missing import missing_selection
+from ._missing import MISSING_DOCUMENT, error_document_in_era, missing_selection
 from ._model import Report, Status
 from ._probe import MAX_PAGES, ConnectFailure, Held, Mode, Peer, Pool, Target
 from ._profiles import ProfileContext
@@ -25,7 +25,7 @@ from ._reading import resource_read
 from ._record import Recorder
 from ._resource_listing import resource_listing
 from ._selection import selection_parsing
-from ._served import capabilities_in_eras, era_peers, served_tools_listed
+from ._served import capabilities_in_eras, era_of, era_peers, served_tools_listed
 from ._sessions import (
     EraSession,
     finish_era,
@@ -243,7 +243,21 @@ async def _scenarios(
             await available_tools_visible(pool, target, held_mode, rec, disc)
     if "missing-selection" in scenarios:
         say("missing-selection")
-        await missing_selection(peer, rec, disc)
+        # The error document in each era, from a session of that era: the discovery session's, then the others'.
+        own = era_of(peer)
+        await missing_selection(peer, rec, disc, own if own in options.eras else None)
+        for session in sessions:
+            if disc.base is not None and session.era != own and not rec.has(MISSING_DOCUMENT, session.era):
+                await error_document_in_era(session.held.peer, rec, disc.base, session.era)
+        for era in options.eras:  # eras without a session of their own (no calling scenario selected, say)
+            spoken = not (era == "legacy" and ledger.unspoken(era))
+            if disc.base is not None and not rec.has(MISSING_DOCUMENT, era) and spoken:
+                held, _why = await open_in_era(pool, target, era, ledger)
+                if held is not None:
+                    try:
+                        await error_document_in_era(held.peer, rec, disc.base, era)
+                    finally:
+                        await held.close()
     if "tools-list" in scenarios:
         # After the reads above: their unknown-name entries name the tools the server serves.
         await served_tools_listed(peer, rec, disc)

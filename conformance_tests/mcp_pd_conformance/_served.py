@@ -20,7 +20,7 @@ from ._eras import EraLedger
 from ._probe import ConnectFailure, Exchange, Peer, Pool, Target, short
 from ._record import Recorder
 
-__all__ = ["capabilities_declared", "capabilities_in_eras", "era_peers", "served_tools_listed"]
+__all__ = ["capabilities_declared", "capabilities_in_eras", "era_of", "era_peers", "served_tools_listed"]
 
 CAPABILITY = "resource-listing/capability-declared"
 LISTED = "tools-list/served-tools-listed"
@@ -99,12 +99,17 @@ async def capabilities_in_eras(
             await held.close()
 
 
+def era_of(peer: Peer) -> str:
+    """The era `peer` speaks: 2026-07-28, or legacy (a handshake version)."""
+    return "2026-07-28" if peer.protocol_version in SESSIONLESS_VERSIONS else "legacy"
+
+
 def era_peers(peers: list[Peer]) -> dict[str, Peer]:
     """The first of `peers` that negotiated each era by a handshake or server/discover (pinned clients ask nothing)."""
     found: dict[str, Peer] = {}
     for peer in peers:
         if peer.mode != "2026-07-28":
-            found.setdefault("2026-07-28" if peer.protocol_version in SESSIONLESS_VERSIONS else "legacy", peer)
+            found.setdefault(era_of(peer), peer)
     return found
 
 

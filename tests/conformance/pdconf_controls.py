@@ -141,6 +141,11 @@ DEFECTS = {
     "and a fetch 'unlocks that tool for as long as this session lasts' (allowed)",
     "modern-only": "correct, but speaks protocol 2026-07-28 only: the initialize handshake is refused (allowed; "
     "judged in 2026-07-28, the legacy era reported as not exercised)",
+    # Issue 42: faulty servers the third round passed.
+    "modern-bare-missing": "in protocol 2026-07-28 a read without a selection is refused without the 6.1 document "
+    "(violates PD-6.1-01 in that era; right in 2025-11-25)",
+    "handshake-only": "correct, but speaks the handshake era only: server/discover declined and every request "
+    "carrying the 2026-07-28 envelope refused (allowed under --era both; --era 2026-07-28 cannot pass; HTTP)",
     # Profile tool-fallback (I-13): `good` with a describe tool.
     "describe-good": "good, plus a correct describe_tools tool",
     "describe-gated": "describe_tools is an ordinary tool to this server: listed minimal, gated, never named in "
@@ -759,6 +764,8 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
                 grant(key, list(FULL))
             if defect == "traffic-refusals-wipe":
                 grants.pop(key or "", None)
+            if defect == "modern-bare-missing" and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                raise MCPError(types.INVALID_PARAMS, "No tools selected.")
             if defect != "no-missing-selection":
                 refused = missing_selection(defect)
                 data = refused["error"] if defect == "doc-bare-missing" else refused
@@ -823,6 +830,14 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
 
         server.middleware.append(no_handshake)
         return server
+    if defect == "handshake-only":
+
+        async def no_modern(ctx: Any, call_next: Any) -> Any:
+            if ctx.method != "server/discover" and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                raise MCPError(types.INVALID_REQUEST, "This server speaks the initialize handshake only.")
+            return await call_next(ctx)
+
+        server.middleware.append(no_modern)
     discover = server.get_request_handler("server/discover")
     assert discover is not None
     original = discover.handler

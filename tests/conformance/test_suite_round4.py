@@ -20,7 +20,7 @@ CONTROLS = Path(__file__).resolve().parent / "pdconf_controls.py"
 # Correct servers the third round failed: `required` in another order between reads, the resource's workflow in
 # other words, a server that speaks 2026-07-28 only.
 CORRECT = ("reordered-required", "reworded-description", "modern-only")
-OVER_HTTP = ("modern-only",)
+OVER_HTTP = ("modern-only", "modern-bare-missing", "handshake-only")
 
 
 def _argv(*controls: str) -> tuple[str, ...]:
@@ -33,11 +33,14 @@ def round4() -> dict[str, Report]:
     (`http NAME`), and modern-only asked for the era it never speaks (`stdio modern-only --era legacy`)."""
     options = {f"stdio {name}": Options(Target(stdio=_argv(name)), eras=ERAS) for name in CORRECT}
     options["stdio modern-only --era legacy"] = Options(Target(stdio=_argv("modern-only")), eras=("legacy",))
+    options["stdio modern-bare-missing"] = Options(Target(stdio=_argv("modern-bare-missing")), eras=ERAS)
     # Served by one process at /CONTROL/mcp (with `good` beside, so that one control alone is served so too).
     with http_command((*_argv(*OVER_HTTP, "good"), "--http")) as url:
         base = url.removesuffix("/mcp")
         for name in OVER_HTTP:
             options[f"http {name}"] = Options(Target(url=f"{base}/{name}/mcp"), eras=ERAS)
+        modern = Options(Target(url=f"{base}/handshake-only/mcp"), eras=("2026-07-28",))
+        options["http handshake-only --era 2026-07-28"] = modern
         return run_options(options, limit=3)
 
 
@@ -116,3 +119,37 @@ def test_workflow_words_are_read_by_meaning() -> None:
         assert sequential_steps(said), said
     for said in ("Tool definitions as JSON. Fetch a definition before calling.", "Read the definition, then call it."):
         assert not sequential_steps(said), said
+
+
+@pytest.mark.req("PD-6.1-01")
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_missing_selection_document_is_judged_in_each_era(transport: str, round4: dict[str, Report]) -> None:
+    """A server whose 2026-07-28 MISSING_TOOL_SELECTION carries no document passed on a93d142 (6.1 was read in the
+    discovery session's era only); now the check fails in exactly that era."""
+    report = round4[f"{transport} modern-bare-missing"]
+    text = render(report)
+    assert keys(report, Status.FAILURE) == {"missing-selection/error-document[2026-07-28]"}, text
+    failed = next(r for r in report.results if r.key == "missing-selection/error-document[2026-07-28]")
+    assert "in protocol 2026-07-28" in failed.message and "no MISSING_TOOL_SELECTION document" in failed.message
+    assert failed.expected and failed.spec.hint, text
+    assert _status(report, "missing-selection/error-document[legacy]") is Status.SUCCESS, text
+    assert report.exit_code == 1, text
+
+
+@pytest.mark.req("PDX-SUITE-01")
+def test_an_era_answered_in_another_protocol_is_not_claimed(round4: dict[str, Report]) -> None:
+    """A server that answers the 2026-07-28 client in 2025-11-25 and refuses the 2026-07-28 envelope: --era
+    2026-07-28 passed on a93d142 with every check labelled [2026-07-28]; now it fails, saying why, and under --era
+    both the server is judged in the handshake era with 2026-07-28 reported as not exercised."""
+    alone = round4["http handshake-only --era 2026-07-28"]
+    text = render(alone)
+    assert alone.exit_code == 1 and keys(alone, Status.FAILURE) == {"connection/era-exercised[2026-07-28]"}, text
+    failed = next(r for r in alone.results if r.key == "connection/era-exercised[2026-07-28]")
+    assert "the default client was answered in 2025-11-25" in failed.message, text
+    assert "client pinned to 2026-07-28 failed" in failed.message, text
+    assert not [r for r in alone.results if r.era == "2026-07-28" and r.status is Status.SUCCESS], text
+    both = round4["http handshake-only"]
+    text = render(both)
+    assert both.exit_code == 0, text
+    assert {c.era: c.exercised for c in both.coverage} == {"legacy": True, "2026-07-28": False}, text
+    assert "Era 2026-07-28: NOT exercised" in text
