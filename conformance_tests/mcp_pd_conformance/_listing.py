@@ -230,10 +230,21 @@ def _usage_instructions(rec: Recorder, disc: Discovery, last: Exchange, document
         said = usage_instruction(str(tool.get("description") or ""))
         if said and tool["name"] not in documented:
             found.append(f"{tool['name']}: {short(said, 100)!r}")
+            continue
+        # The title is listed too (a host may show it instead of the description): no instructions there either.
+        annotations = tool.get("annotations")
+        for where, title in (
+            ("title", tool.get("title")),
+            ("annotations.title", annotations.get("title") if isinstance(annotations, dict) else None),
+        ):
+            said = usage_instruction(str(title or "").replace(": ", ". "))  # "Name: what to do" reads as two
+            if said:
+                found.append(f"{tool['name']} ({where}): {short(said, 100)!r}")
+                break
     if found:
         rec.fail(
             "tools-list/no-usage-instructions",
-            f"{len(found)} listed descriptions tell the caller how to call the tool: {'; '.join(found[:4])}",
+            f"{len(found)} listed descriptions or titles tell the caller how to call the tool: {'; '.join(found[:4])}",
             expected="what the tool does and when to use it; how to call it (argument rules, what to pass, what to "
             "call first) in the full description",
             exchange=last,
@@ -291,3 +302,44 @@ def _hidden_detail(rec: Recorder, disc: Discovery, last: Exchange) -> None:
 
 def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+async def relist(peer: Peer, rec: Recorder, disc: Discovery) -> None:
+    """tools-list/relist-minimal (3.1): tools/list again, after the run's reads and any notifications/tools/list_changed
+    the session heard: every entry still minimal. A server that lists a tool in full once its description was read
+    (or once it announced a change) gives a host the full schemas 3.1 keeps out of the listing."""
+    tools, last = await peer.paginate("tools")
+    heard = peer.list_changed
+    after = "after the run's reads" + (f" and {heard} notifications/tools/list_changed" if heard else "")
+    if last.error is not None:
+        rec.fail(
+            "tools-list/relist-minimal", f"tools/list failed {after}", expected="the minimal listing", exchange=last
+        )
+        return
+    problems = []
+    first = {t["name"]: t for t in disc.tools}
+    for tool in tools:
+        name = tool.get("name")
+        if not isinstance(name, str) or name in disc.meta or first.get(name) == tool:
+            continue  # an entry as first listed was judged with the first listing
+        text, why = str(tool.get("description") or ""), schema_detail(tool.get("inputSchema"))
+        detail = [f"inputSchema: {why}"] if why is not None else []
+        detail += [k for k in _TOOL_LEVEL_DETAIL if tool.get(k)]
+        docs = parameter_docs(text) or call_example(text, name) or usage_instruction(text)
+        detail += [f"description: {short(docs, 60)!r}"] if docs else []
+        if detail:
+            problems.append(f"{name} ({'; '.join(detail[:2])})")
+    if problems:
+        rec.fail(
+            "tools-list/relist-minimal",
+            f"{after}, tools/list lists {len(problems)} tools with stage-2 detail: {'; '.join(problems[:4])}",
+            expected="every re-listing as minimal as the first: full schemas only through the resource",
+            exchange=last,
+        )
+    else:
+        changed = sum(1 for t in tools if first.get(str(t.get("name"))) != t)
+        rec.ok(
+            "tools-list/relist-minimal",
+            f"{after}, tools/list lists {len(tools)} tools"
+            + (f" ({changed} changed, each minimal)" if changed else ", as first listed"),
+        )

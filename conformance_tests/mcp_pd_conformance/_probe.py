@@ -209,6 +209,12 @@ class Peer:
         self.reads: list[Exchange] = reads if reads is not None else []
         # Tools reached through another tool (catalog mode's call_tool), shared by the run's peers: name -> tool.
         self.routes: dict[str, str] = routes if routes is not None else {}
+        self.heard: list[str] = []  # the methods of the notifications this session received, in order
+
+    @property
+    def list_changed(self) -> int:
+        """How many notifications/tools/list_changed this session heard."""
+        return self.heard.count("notifications/tools/list_changed")
 
     @property
     def protocol_version(self) -> str:
@@ -400,13 +406,23 @@ async def _connected(
             http = await files_async.enter_async_context(create_mcp_http_client(headers=dict(target.headers) or None))
             http.event_hooks["response"].append(refused.hook)
             transport = streamable_http_client(target.url, http_client=http)
-        client = Client(transport, mode=mode, cache=None, read_timeout_seconds=target.timeout)
+        heard: list[str] = []
+
+        async def listen(message: Any) -> None:
+            # Server notifications (a list_changed, say) arrive here; requests and exceptions are the SDK's.
+            method = getattr(message, "method", None)
+            if isinstance(method, str) and method.startswith("notifications/"):
+                heard.append(method)
+
+        client = Client(transport, mode=mode, cache=None, read_timeout_seconds=target.timeout, message_handler=listen)
         try:
             await client.__aenter__()
         except Exception as exc:
             raise _classify(exc, target, stderr.tail(), refused) from None
         try:
-            yield Peer(client, mode, target.timeout, reads, routes)
+            peer = Peer(client, mode, target.timeout, reads, routes)
+            peer.heard = heard
+            yield peer
         finally:
             with suppress(Exception):  # a server that dies on disconnect is not this run's finding
                 await client.__aexit__(None, None, None)

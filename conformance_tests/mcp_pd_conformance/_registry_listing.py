@@ -116,7 +116,7 @@ LISTING_CHECKS: Final[tuple[CheckSpec, ...]] = (
         "tools-list/no-usage-instructions",
         M,
         ("PD-3.1-04",),
-        "listed descriptions carry no usage instructions (what to pass, argument rules, what to call first)",
+        "listed descriptions and titles carry no usage instructions (what to pass, argument rules, what to call first)",
         'Keep the listed description to what the tool does and when to use it; move directions such as "Always '
         'pass ...", "dates must be in ISO format" or "call X first" into the full description.',
     ),
@@ -126,6 +126,15 @@ LISTING_CHECKS: Final[tuple[CheckSpec, ...]] = (
         ("PD-3.1-04",),
         "no parameter schema, example or usage text hides in title, annotations, _meta or outputSchema",
         "Keep title short, annotations to the MCP hints, and _meta/outputSchema free of parameters and examples.",
+    ),
+    define(
+        "tools-list/relist-minimal",
+        M,
+        ("PD-3.1-01", "PD-3.1-04"),
+        "tools/list again, after the run's reads and any notifications/tools/list_changed, still lists minimal entries",
+        "Keep every listing minimal, whenever it is asked for: a tool whose description was read, or a listing "
+        "announced by notifications/tools/list_changed, still gets the minimal entry; the full schema stays in the "
+        "resource.",
     ),
     define(
         "tools-list/extension-tools",

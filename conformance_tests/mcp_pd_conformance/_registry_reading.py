@@ -83,6 +83,14 @@ READING_CHECKS: Final[tuple[CheckSpec, ...]] = (
         "Match names exactly as listed: no stripping or swapping of '_', '-' or '.'.",
     ),
     define(
+        "resource-read/no-partial-match",
+        M,
+        ("PD-4.3-03",),
+        "a prefix of a name, or a near spelling of it, is not served as the tool",
+        "Look names up exactly as listed: no prefix, substring or closest-spelling match; answer an unknown name "
+        "with its error entry (a suggestion inside it is fine) and serve nothing under it.",
+    ),
+    define(
         "resource-read/several-names",
         M,
         ("PD-4.3-02", "PD-4.4-02"),

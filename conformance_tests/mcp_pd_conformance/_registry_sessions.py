@@ -46,7 +46,7 @@ SESSION_CHECKS: Final[tuple[CheckSpec, ...]] = (
         "authorization/persists",
         M,
         ("PD-5.1-03",),
-        "the authorization survives further calls in the session",
+        "the authorization survives further calls in the session, spread over a few seconds",
         "Keep grants until the session ends; never consume them on use.",
     ),
     define(
@@ -75,7 +75,8 @@ SESSION_CHECKS: Final[tuple[CheckSpec, ...]] = (
         "grants/refused-read-grants-nothing",
         M,
         ("PD-5.1-02", "PD-5.1-01"),
-        "reads without a selection, of unknown names, or of case/punctuation variants authorize nothing",
+        "reads without a selection, of unknown names, or of case, punctuation, prefix or near-spelling variants "
+        "authorize nothing",
         "Grant only the listed names a read actually served; an error entry or a refused read grants nothing.",
     ),
     define(
@@ -115,6 +116,22 @@ SESSION_CHECKS: Final[tuple[CheckSpec, ...]] = (
         ("PD-5.1-03",),
         "grants still hold after a longer stretch of other requests (and, with --grant-hold, of waiting)",
         "Keep grants for the life of the session; do not expire them after some requests or seconds.",
+    ),
+    define(
+        "grants/overlapping-reads",
+        M,
+        ("PD-5.1-01",),
+        "many reads of one session sent at once (pipelined, as hosts do) each authorize their tool",
+        "Update a session's grants atomically: add each read's tools to the set in one step (no read, await, write "
+        "back), so that overlapping reads cannot overwrite each other's grants.",
+    ),
+    define(
+        "grants/overlapping-sessions",
+        M,
+        ("PD-5.1-04", "PD-5.2-02"),
+        "two sessions reading at the same time each get their own grant, and none of the other's",
+        "Take the session from the request being served (its context), never from state shared between requests "
+        "(a global or a variable set by the last request to arrive).",
     ),
     define(
         "grants/required-truthful",

@@ -16,9 +16,10 @@ from ._definitions import judge_reads, learn_definitions, listed_schema_agrees, 
 from ._eras import EraLedger, open_discovery, open_in_era
 from ._fallback import tool_fallback_profile
 from ._grants import GrantsSession, finish_grants, open_grants
-from ._listing import tools_list
+from ._listing import relist, tools_list
 from ._missing import MISSING_DOCUMENT, error_document_in_era, missing_selection
 from ._model import Report, Status
+from ._overlap import overlapping_reads
 from ._probe import MAX_PAGES, ConnectFailure, Held, Mode, Peer, Pool, Target
 from ._profiles import ProfileContext
 from ._reading import resource_read
@@ -259,8 +260,10 @@ async def _scenarios(
                     finally:
                         await held.close()
     if "tools-list" in scenarios:
-        # After the reads above: their unknown-name entries name the tools the server serves.
+        # After the reads above: their unknown-name entries name the tools the server serves; and a re-listing
+        # after them (and after any list_changed they drew) is judged as the first listing was.
         await served_tools_listed(peer, rec, disc)
+        await relist(peer, rec, disc)
     if calling:
         await learn_arguments(peer, disc, options.call_args)
     # The profiles run last, so that nothing they authorize can help a core probe; the discovery session
@@ -277,6 +280,8 @@ async def _scenarios(
         await finish_grants(pool, target, grants, rec, disc, options.grant_hold)
     if "grants" in scenarios:
         await unsafe_tools_gated(pool, target, held_mode, rec, disc, grants, allow=options.allow_side_effects)
+        say("grants [overlapping]")
+        await overlapping_reads(pool, target, grants, rec, disc)
     if calling and disc.base is not None:
         report.notes.append(unfetched_tool_note(disc))
     if profiles:

@@ -22,6 +22,7 @@ import argparse
 import copy
 import difflib
 import json
+import math
 import re
 import sys
 import time
@@ -144,6 +145,19 @@ DEFECTS = {
     # Issue 42: faulty servers the third round passed.
     "modern-bare-missing": "in protocol 2026-07-28 a read without a selection is refused without the 6.1 document "
     "(violates PD-6.1-01 in that era; right in 2025-11-25)",
+    "fuzzy-names": "a name is looked up by prefix, then by closest spelling: ?tools=word_co serves and grants "
+    "word_count (violates PD-4.3-03, and the grant PD-5.1-02)",
+    "title-instructions": "word_count's listed title tells the caller what to pass (violates PD-3.1-04)",
+    "inline-parameter-docs": 'list_notes is listed as "... limit: integer optional, 1-50, default 10" '
+    "(violates PD-3.1-04)",
+    "relist-full": "after a session's first read, notifications/tools/list_changed and a listing with the full schemas "
+    "(violates PD-3.1-04 on the re-list)",
+    "clock-grants": "grants are dropped on a clock, at the first whole second at least 0.9 s after each was made "
+    "(violates PD-5.1-03; calls right after a fetch pass)",
+    "racy-grants": "a read updates the session's grants by read, await, write back: overlapping reads of one session "
+    "lose each other's grants (violates PD-5.1-01)",
+    "racy-sessions": "the session a read grants into is taken from state the last request set: reads of two sessions "
+    "at once grant into the wrong one (violates PD-5.1-04; shows over HTTP)",
     "handshake-only": "correct, but speaks the handshake era only: server/discover declined and every request "
     "carrying the 2026-07-28 envelope refused (allowed under --era both; --era 2026-07-28 cannot pass; HTTP)",
     # Profile tool-fallback (I-13): `good` with a describe tool.
@@ -293,6 +307,8 @@ def _listed_description(defect: str, name: str) -> str:
         return name  # a generator's fallback when a tool has no description of its own
     if defect == "doc-usage-listing" and name == "word_count":
         return "Count the words in a text. Always pass the whole text in one call, never a part of it."
+    if defect == "inline-parameter-docs" and name == "list_notes":
+        return "List the stored notes, newest first. limit: integer optional, 1-50, default 10."
     return SUMMARY[name]
 
 
@@ -336,6 +352,10 @@ def _lookup(defect: str, name: str) -> str | None:
     if defect == "loose-punctuation":
         squash = str.maketrans("", "", "_-.")
         return next((n for n in FULL if n.translate(squash) == name.translate(squash)), None)
+    if defect == "fuzzy-names" and len(name) >= 2:  # the prefix a user typed, else the closest spelling (not "add_")
+        prefixed = [n for n in FULL if n.startswith(name)]
+        close = difflib.get_close_matches(name, list(FULL), n=1, cutoff=0.8) if len(name) >= 5 else []
+        return prefixed[0] if len(prefixed) == 1 else close[0] if close else None
     return None
 
 
@@ -487,6 +507,8 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
     requests: dict[str, int] = {}
     reads: dict[str, int] = {}
     cache: dict[frozenset[str], list[str]] = {}  # gap-cached-by-set: names -> the order they were first read in
+    announced: set[str | None] = set()  # relist-full: the sessions told their listing changed
+    current: list[str | None] = [None]  # racy-sessions: the session of the request served last
     refusals: dict[tuple[str, str], int] = {}
     uses: dict[tuple[str, str], int] = {}
 
@@ -511,6 +533,8 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         when, number = grant
         if defect == "short-lived-grants" and requests[key] - number > 10:
             return False
+        if defect == "clock-grants" and time.monotonic() >= math.floor(when + 0.9) + 1:
+            return False  # a sweep at every whole second (of the monotonic clock) takes grants 0.9 s old or more
         return not (defect == "expiring-grants" and time.monotonic() - when > 2.0)
 
     def grant(key: str | None, names: list[str]) -> None:
@@ -519,7 +543,7 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
                 grants.setdefault(key, {})[name] = (time.monotonic(), requests.get(key, 0))
 
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
-        tick(ctx)
+        tick_key = tick(ctx)
         cursor = params.cursor if params is not None else None
         if catalog:  # one page: the meta-tools (and, wrongly, the whole catalog)
             listed = [_tool(n, SUMMARY[n], {"type": "object"}) for n in FULL] if defect == "catalog-big-list" else []
@@ -531,12 +555,16 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         page = list(FULL) if defect == "endless-cursor" else list(FULL)[start : start + PAGE_SIZE]
         for name in page:
             full = FULL[name]
-            extended = defect in ("full-schemas", "plain")
+            extended = defect in ("full-schemas", "plain") or (defect == "relist-full" and tick_key in announced)
             hidden = defect == "hidden-detail-listing"
             tools.append(
                 types.Tool(
                     name=name,
-                    title="Add: Args: a (int), b (int)" if hidden and name == "add" else None,
+                    title="Add: Args: a (int), b (int)"
+                    if hidden and name == "add"
+                    else "Word count: always pass the whole text in one call"
+                    if defect == "title-instructions" and name == "word_count"
+                    else None,
                     description=_listed_description(defect, name),
                     input_schema=full["inputSchema"] if extended else _listed_schema(defect),
                     annotations=None
@@ -774,7 +802,19 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         if describing and len(names) > MAX_NAMES:
             raise MCPError(types.INVALID_PARAMS, TOO_MANY["error"]["message"], TOO_MANY)
         body, served = document(key, names)
-        grant(key, served)
+        if defect == "racy-grants" and key is not None:
+            before = dict(grants.get(key, {}))  # read ...
+            await anyio.sleep(0.1)  # ... await (a store, a log) ...
+            grants[key] = before | {n: (time.monotonic(), requests.get(key, 0)) for n in served}  # ... write back
+        elif defect == "racy-sessions":
+            current[0] = key  # "the session being served", kept where the next request overwrites it
+            await anyio.sleep(0.1)
+            grant(current[0], served)
+        else:
+            grant(key, served)
+        if defect == "relist-full" and served and key not in announced:
+            announced.add(key)  # "unlocked": listed in full from now on, and the session is told so
+            await ctx.session.send_tool_list_changed()
         mime = "text/plain" if defect == "text-plain-content" else "application/json"
         contents = [types.TextResourceContents(uri=uri, mime_type=mime, text=json.dumps(body))]
         if defect == "split-content":

@@ -64,7 +64,8 @@ EXPECTATIONS = {
     "ungated": _e("PD-5.1-02 PD-2-03", skips=f"authorization/error-document[legacy] {ISOLATION} {GRANTS_BLOCKED}"),
     "wrong-error-code": _e("PD-5.1-02 PD-2-03 PD-6.2-01"),
     "jsonrpc-refusal": _e(warns="PD-5.1-02 PD-2-03"),
-    "forgetful": _e("PD-5.1-03"),
+    # Session A's own grant lapsed: isolation and session-end are not blamed for it, they are skipped (issue 42).
+    "forgetful": _e("PD-5.1-03", skips=ISOLATION),
     "no-unknown-entry": _e(warns="PD-6.3-01", skips="resource-read/available-tools-visible"),
     "bare-listing": _e(),
     "plain": _e("PD-4.1-01 PD-2-02 PD-3.2-01", allowed="PD-3.1-01 PD-3.1-04 PD-2-01", skips="*"),

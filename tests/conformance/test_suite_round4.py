@@ -17,10 +17,26 @@ from pdtest import http_command
 from pdtest_suite import keys, run_options
 
 CONTROLS = Path(__file__).resolve().parent / "pdconf_controls.py"
+NOT_AUTHORIZATION = ("authorization", "isolation", "session-end", "sessionless")
 # Correct servers the third round failed: `required` in another order between reads, the resource's workflow in
 # other words, a server that speaks 2026-07-28 only.
 CORRECT = ("reordered-required", "reworded-description", "modern-only")
-OVER_HTTP = ("modern-only", "modern-bare-missing", "handshake-only")
+# Faulty servers the third round passed, each with the checks its one mistake fails (legacy era, over stdio).
+FAULTY = {
+    # ?tools=ad serves and grants add; its entry under "ad" is add's definition (4.4), and the grant it left lets
+    # add through after a read of another tool too.
+    "fuzzy-names": {
+        "resource-read/no-partial-match",
+        "resource-read/entries-match-keys",
+        "grants/refused-read-grants-nothing",
+        "grants/read-other-refused",
+    },
+    "title-instructions": {"tools-list/no-usage-instructions"},
+    "inline-parameter-docs": {"tools-list/no-parameter-docs"},
+    "relist-full": {"tools-list/relist-minimal"},
+    "racy-grants": {"grants/overlapping-reads"},
+}
+OVER_HTTP = ("modern-only", "modern-bare-missing", "handshake-only", "racy-sessions")
 
 
 def _argv(*controls: str) -> tuple[str, ...]:
@@ -33,12 +49,18 @@ def round4() -> dict[str, Report]:
     (`http NAME`), and modern-only asked for the era it never speaks (`stdio modern-only --era legacy`)."""
     options = {f"stdio {name}": Options(Target(stdio=_argv(name)), eras=ERAS) for name in CORRECT}
     options["stdio modern-only --era legacy"] = Options(Target(stdio=_argv("modern-only")), eras=("legacy",))
+    for name in FAULTY:
+        options[f"stdio {name}"] = Options(Target(stdio=_argv(name)), eras=("legacy",), skip=NOT_AUTHORIZATION)
+    # A grant dropped on a clock: only calls spread over seconds show it, in the session that fetched.
+    options["stdio clock-grants"] = Options(Target(stdio=_argv("clock-grants")), eras=ERAS, skip=("grants",))
     options["stdio modern-bare-missing"] = Options(Target(stdio=_argv("modern-bare-missing")), eras=ERAS)
     # Served by one process at /CONTROL/mcp (with `good` beside, so that one control alone is served so too).
     with http_command((*_argv(*OVER_HTTP, "good"), "--http")) as url:
         base = url.removesuffix("/mcp")
         for name in OVER_HTTP:
             options[f"http {name}"] = Options(Target(url=f"{base}/{name}/mcp"), eras=ERAS)
+        racy = Options(Target(url=f"{base}/racy-sessions/mcp"), eras=("legacy",), skip=NOT_AUTHORIZATION)
+        options["http racy-sessions"] = racy
         modern = Options(Target(url=f"{base}/handshake-only/mcp"), eras=("2026-07-28",))
         options["http handshake-only --era 2026-07-28"] = modern
         return run_options(options, limit=3)
@@ -153,3 +175,60 @@ def test_an_era_answered_in_another_protocol_is_not_claimed(round4: dict[str, Re
     assert both.exit_code == 0, text
     assert {c.era: c.exercised for c in both.coverage} == {"legacy": True, "2026-07-28": False}, text
     assert "Era 2026-07-28: NOT exercised" in text
+
+
+@pytest.mark.req("PD-4.3-03", "PD-3.1-04", "PD-3.1-01", "PD-5.1-02")
+@pytest.mark.parametrize("control", sorted(FAULTY))
+def test_each_faulty_control_fails_exactly_its_checks(control: str, round4: dict[str, Report]) -> None:
+    """Prefix and fuzzy names (4.3), usage instructions in a title and parameter docs with defaults and ranges (3.1),
+    full schemas on the re-list after notifications/tools/list_changed (3.1): each passed on a93d142."""
+    report = round4[f"stdio {control}"]
+    text = render(report)
+    failed = {r.id for r in report.results if r.status is Status.FAILURE}
+    assert failed == FAULTY[control], text
+    assert not keys(report, Status.WARNING), text
+    assert all(r.expected and r.spec.hint for r in report.results if r.status is Status.FAILURE), text
+    assert report.exit_code == 1, text
+
+
+def test_the_relist_says_what_it_heard(round4: dict[str, Report]) -> None:
+    relisted = next(r for r in round4["stdio relist-full"].results if r.id == "tools-list/relist-minimal")
+    assert "after the run's reads and 1 notifications/tools/list_changed" in relisted.message
+    assert "add (inputSchema: lists 2 parameter(s)" in relisted.message
+    good = next(r for r in round4["stdio reordered-required"].results if r.id == "tools-list/relist-minimal")
+    assert good.status is Status.SUCCESS and "as first listed" in good.message
+
+
+@pytest.mark.req("PD-5.1-03")
+def test_grants_dropped_on_a_clock_are_blamed_on_persistence(round4: dict[str, Report]) -> None:
+    """A server that drops grants every second passed on a93d142 (every call came within a second of the fetch; the
+    blind tester's version was caught by isolation/own-session-unaffected, blaming the other session). Now
+    authorization/persists spans 2.4 s and fails in each era, and isolation and session-end are skipped, not failed."""
+    report = round4["stdio clock-grants"]
+    text = render(report)
+    assert keys(report, Status.FAILURE) == {f"authorization/persists[{era}]" for era in ERAS}, text
+    failed = next(r for r in report.results if r.key == "authorization/persists[legacy]")
+    assert "s after it, was refused" in failed.message and "nothing but this tool's own calls" in failed.message
+    for era in ERAS:
+        for check in ("isolation/other-session-refused", "isolation/own-session-unaffected"):
+            result = next(r for r in report.results if r.key == f"{check}[{era}]")
+            assert result.status is Status.SKIPPED and "the grant lapsed in session A itself" in result.message, text
+
+
+@pytest.mark.req("PD-5.1-01", "PD-5.1-04", "PD-5.2-02")
+def test_overlapping_reads_find_lost_and_misplaced_grants(round4: dict[str, Report]) -> None:
+    """Reads sent at once, as hosts pipeline them: a grant lost by a read-modify-write (one session) and a grant
+    written into the session whose request arrived last (two sessions, over HTTP). Both passed on a93d142, which sent
+    one request at a time; the report says how many reads overlapped."""
+    lost = next(r for r in round4["stdio racy-grants"].results if r.id == "grants/overlapping-reads")
+    assert lost.status is Status.FAILURE and lost.message.startswith("24 overlapping reads of 3 tools"), lost.message
+    assert "still refused" in lost.message
+    racy = round4["http racy-sessions"]
+    text = render(racy)
+    assert keys(racy, Status.FAILURE) == {"grants/overlapping-sessions"}, text
+    misplaced = next(r for r in racy.results if r.id == "grants/overlapping-sessions")
+    assert "12 overlapping reads in two sessions" in misplaced.message and "never read" in misplaced.message
+    for name in ("stdio reordered-required", "stdio modern-only"):
+        for check in ("grants/overlapping-reads", "grants/overlapping-sessions"):
+            result = next(r for r in round4[name].results if r.id == check)
+            assert result.status is Status.SUCCESS, render(round4[name])
