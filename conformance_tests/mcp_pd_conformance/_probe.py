@@ -17,7 +17,6 @@ from typing import IO, Any, Literal, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
-import httpx2
 import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp import Client, MCPError, StdioServerParameters
@@ -358,7 +357,7 @@ class _Refusal:
     reason: str = ""
     challenge: str = ""
 
-    async def hook(self, response: httpx2.Response) -> None:
+    async def hook(self, response: Any) -> None:  # an httpx2.Response (the SDK's HTTP client)
         if self.status is None and response.status_code in (401, 403):
             self.status, self.reason = response.status_code, response.reason_phrase
             self.challenge = response.headers.get("www-authenticate", "")
