@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from mcp_pd_conformance import ERAS, Options, Report, Status, Target, render
+from mcp_pd_conformance._spec import Era
 from mcp_pd_conformance._text import explains_authorization, sequential_steps
 from pdtest import http_command
 from pdtest_suite import keys, run_options
@@ -43,22 +44,46 @@ def _argv(*controls: str) -> tuple[str, ...]:
     return (sys.executable, str(CONTROLS), *controls)
 
 
+def _stdio(name: str, eras: tuple[Era, ...] = ERAS, skip: tuple[str, ...] = ()) -> Options:
+    return Options(Target(stdio=_argv(name)), eras=eras, skip=skip)
+
+
+# Four fixtures of a few runs each, so that no test's set-up (which pytest-timeout counts) runs many servers: each
+# yields its reports under the keys the tests read (`stdio NAME`, `http NAME`, and the variants below).
 @pytest.fixture(scope="module")
-def round4() -> dict[str, Report]:
-    """Each control over stdio in both eras (key `stdio NAME`), the ones of OVER_HTTP over HTTP in both eras too
-    (`http NAME`), and modern-only asked for the era it never speaks (`stdio modern-only --era legacy`)."""
-    options = {f"stdio {name}": Options(Target(stdio=_argv(name)), eras=ERAS) for name in CORRECT}
-    options["stdio modern-only --era legacy"] = Options(Target(stdio=_argv("modern-only")), eras=("legacy",))
-    for name in FAULTY:
-        options[f"stdio {name}"] = Options(Target(stdio=_argv(name)), eras=("legacy",), skip=NOT_AUTHORIZATION)
+def correct_reports() -> dict[str, Report]:
+    """The correct controls over stdio in both eras, and modern-only asked for the era it never speaks."""
+    options = {f"stdio {name}": _stdio(name) for name in CORRECT}
+    options["stdio modern-only --era legacy"] = _stdio("modern-only", ("legacy",))
+    return run_options(options, limit=3)
+
+
+@pytest.fixture(scope="module")
+def faulty_reports() -> dict[str, Report]:
+    """The faulty controls over stdio: the legacy era, the grants scenario as their only calling one."""
+    return run_options({f"stdio {name}": _stdio(name, ("legacy",), NOT_AUTHORIZATION) for name in FAULTY}, limit=3)
+
+
+@pytest.fixture(scope="module")
+def era_reports() -> dict[str, Report]:
+    """What shows per era: a grant dropped on a clock, a 2026-07-28 refusal without its document (both eras)."""
     # A grant dropped on a clock: only calls spread over seconds show it, in the session that fetched.
-    options["stdio clock-grants"] = Options(Target(stdio=_argv("clock-grants")), eras=ERAS, skip=("grants",))
-    options["stdio modern-bare-missing"] = Options(Target(stdio=_argv("modern-bare-missing")), eras=ERAS)
-    # Served by one process at /CONTROL/mcp (with `good` beside, so that one control alone is served so too).
+    options = {"stdio clock-grants": _stdio("clock-grants", skip=("grants",))}
+    options["stdio modern-bare-missing"] = _stdio("modern-bare-missing")
+    return run_options(options, limit=2)
+
+
+@pytest.fixture(scope="module")
+def http_reports4() -> dict[str, Report]:
+    """The OVER_HTTP controls over HTTP (one process serving each at /CONTROL/mcp, with `good` beside, so that one
+    control alone is served so too): in both eras, and handshake-only asked for 2026-07-28 alone."""
     with http_command((*_argv(*OVER_HTTP, "good"), "--http")) as url:
         base = url.removesuffix("/mcp")
-        for name in OVER_HTTP:
-            options[f"http {name}"] = Options(Target(url=f"{base}/{name}/mcp"), eras=ERAS)
+        options = {
+            f"http {name}": Options(Target(url=f"{base}/{name}/mcp"), eras=ERAS)
+            for name in OVER_HTTP
+            if name != "racy-sessions"
+        }
         racy = Options(Target(url=f"{base}/racy-sessions/mcp"), eras=("legacy",), skip=NOT_AUTHORIZATION)
         options["http racy-sessions"] = racy
         modern = Options(Target(url=f"{base}/handshake-only/mcp"), eras=("2026-07-28",))
@@ -72,10 +97,10 @@ def _status(report: Report, key: str) -> Status:
 
 @pytest.mark.req("PD-3.2-02", "PD-4.4-01", "PD-4.2-05", "PD-4.2-08")
 @pytest.mark.parametrize("control", ["reordered-required", "reworded-description"])
-def test_correct_but_unusual_servers_pass(control: str, round4: dict[str, Report]) -> None:
+def test_correct_but_unusual_servers_pass(control: str, correct_reports: dict[str, Report]) -> None:
     """`required` is a set (JSON Schema): another order between reads is the same schema. Steps need no numbers and
     a grant needs no word "authorizes". Both passed nothing on a93d142 (a FAILURE, two WARNINGs)."""
-    report = round4[f"stdio {control}"]
+    report = correct_reports[f"stdio {control}"]
     text = render(report)
     assert report.exit_code == 0 and report.verdict == "PASS", text
     assert not keys(report, Status.FAILURE) | keys(report, Status.WARNING), text
@@ -89,10 +114,11 @@ def test_correct_but_unusual_servers_pass(control: str, round4: dict[str, Report
 
 @pytest.mark.req("PD-2-01", "PDX-SUITE-01")
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-def test_a_server_of_one_era_is_judged_on_the_era_it_speaks(transport: str, round4: dict[str, Report]) -> None:
+def test_a_server_of_one_era_is_judged_on_the_era_it_speaks(transport: str, request: pytest.FixtureRequest) -> None:
     """A server that refuses the initialize handshake passes under --era both: the handshake is judged in 2026-07-28,
     the legacy era is reported as not exercised (INFO, its checks skipped with that reason), never as a failure."""
-    report = round4[f"{transport} modern-only"]
+    reports = request.getfixturevalue("correct_reports" if transport == "stdio" else "http_reports4")
+    report = reports[f"{transport} modern-only"]
     text = render(report)
     assert report.exit_code == 0 and report.verdict.startswith("PASS"), text
     assert not keys(report, Status.FAILURE) | keys(report, Status.WARNING), text
@@ -111,8 +137,8 @@ def test_a_server_of_one_era_is_judged_on_the_era_it_speaks(transport: str, roun
 
 
 @pytest.mark.req("PDX-SUITE-01")
-def test_asking_for_an_era_the_server_never_speaks_cannot_pass(round4: dict[str, Report]) -> None:
-    report = round4["stdio modern-only --era legacy"]
+def test_asking_for_an_era_the_server_never_speaks_cannot_pass(correct_reports: dict[str, Report]) -> None:
+    report = correct_reports["stdio modern-only --era legacy"]
     assert report.exit_code == 1 and report.verdict == "FAIL", render(report)
 
 
@@ -145,10 +171,11 @@ def test_workflow_words_are_read_by_meaning() -> None:
 
 @pytest.mark.req("PD-6.1-01")
 @pytest.mark.parametrize("transport", ["stdio", "http"])
-def test_the_missing_selection_document_is_judged_in_each_era(transport: str, round4: dict[str, Report]) -> None:
+def test_the_missing_selection_document_is_judged_in_each_era(transport: str, request: pytest.FixtureRequest) -> None:
     """A server whose 2026-07-28 MISSING_TOOL_SELECTION carries no document passed on a93d142 (6.1 was read in the
     discovery session's era only); now the check fails in exactly that era."""
-    report = round4[f"{transport} modern-bare-missing"]
+    reports = request.getfixturevalue("era_reports" if transport == "stdio" else "http_reports4")
+    report = reports[f"{transport} modern-bare-missing"]
     text = render(report)
     assert keys(report, Status.FAILURE) == {"missing-selection/error-document[2026-07-28]"}, text
     failed = next(r for r in report.results if r.key == "missing-selection/error-document[2026-07-28]")
@@ -159,18 +186,18 @@ def test_the_missing_selection_document_is_judged_in_each_era(transport: str, ro
 
 
 @pytest.mark.req("PDX-SUITE-01")
-def test_an_era_answered_in_another_protocol_is_not_claimed(round4: dict[str, Report]) -> None:
+def test_an_era_answered_in_another_protocol_is_not_claimed(http_reports4: dict[str, Report]) -> None:
     """A server that answers the 2026-07-28 client in 2025-11-25 and refuses the 2026-07-28 envelope: --era
     2026-07-28 passed on a93d142 with every check labelled [2026-07-28]; now it fails, saying why, and under --era
     both the server is judged in the handshake era with 2026-07-28 reported as not exercised."""
-    alone = round4["http handshake-only --era 2026-07-28"]
+    alone = http_reports4["http handshake-only --era 2026-07-28"]
     text = render(alone)
     assert alone.exit_code == 1 and keys(alone, Status.FAILURE) == {"connection/era-exercised[2026-07-28]"}, text
     failed = next(r for r in alone.results if r.key == "connection/era-exercised[2026-07-28]")
     assert "the default client was answered in 2025-11-25" in failed.message, text
     assert "client pinned to 2026-07-28 failed" in failed.message, text
     assert not [r for r in alone.results if r.era == "2026-07-28" and r.status is Status.SUCCESS], text
-    both = round4["http handshake-only"]
+    both = http_reports4["http handshake-only"]
     text = render(both)
     assert both.exit_code == 0, text
     assert {c.era: c.exercised for c in both.coverage} == {"legacy": True, "2026-07-28": False}, text
@@ -179,10 +206,10 @@ def test_an_era_answered_in_another_protocol_is_not_claimed(round4: dict[str, Re
 
 @pytest.mark.req("PD-4.3-03", "PD-3.1-04", "PD-3.1-01", "PD-5.1-02")
 @pytest.mark.parametrize("control", sorted(FAULTY))
-def test_each_faulty_control_fails_exactly_its_checks(control: str, round4: dict[str, Report]) -> None:
+def test_each_faulty_control_fails_exactly_its_checks(control: str, faulty_reports: dict[str, Report]) -> None:
     """Prefix and fuzzy names (4.3), usage instructions in a title and parameter docs with defaults and ranges (3.1),
     full schemas on the re-list after notifications/tools/list_changed (3.1): each passed on a93d142."""
-    report = round4[f"stdio {control}"]
+    report = faulty_reports[f"stdio {control}"]
     text = render(report)
     failed = {r.id for r in report.results if r.status is Status.FAILURE}
     assert failed == FAULTY[control], text
@@ -191,20 +218,20 @@ def test_each_faulty_control_fails_exactly_its_checks(control: str, round4: dict
     assert report.exit_code == 1, text
 
 
-def test_the_relist_says_what_it_heard(round4: dict[str, Report]) -> None:
-    relisted = next(r for r in round4["stdio relist-full"].results if r.id == "tools-list/relist-minimal")
+def test_the_relist_says_what_it_heard(faulty_reports: dict[str, Report]) -> None:
+    relisted = next(r for r in faulty_reports["stdio relist-full"].results if r.id == "tools-list/relist-minimal")
     assert "after the run's reads and 1 notifications/tools/list_changed" in relisted.message
     assert "add (inputSchema: lists 2 parameter(s)" in relisted.message
-    good = next(r for r in round4["stdio reordered-required"].results if r.id == "tools-list/relist-minimal")
+    good = next(r for r in faulty_reports["stdio racy-grants"].results if r.id == "tools-list/relist-minimal")
     assert good.status is Status.SUCCESS and "as first listed" in good.message
 
 
 @pytest.mark.req("PD-5.1-03")
-def test_grants_dropped_on_a_clock_are_blamed_on_persistence(round4: dict[str, Report]) -> None:
+def test_grants_dropped_on_a_clock_are_blamed_on_persistence(era_reports: dict[str, Report]) -> None:
     """A server that drops grants every second passed on a93d142 (every call came within a second of the fetch; the
     blind tester's version was caught by isolation/own-session-unaffected, blaming the other session). Now
     authorization/persists spans 2.4 s and fails in each era, and isolation and session-end are skipped, not failed."""
-    report = round4["stdio clock-grants"]
+    report = era_reports["stdio clock-grants"]
     text = render(report)
     assert keys(report, Status.FAILURE) == {f"authorization/persists[{era}]" for era in ERAS}, text
     failed = next(r for r in report.results if r.key == "authorization/persists[legacy]")
@@ -216,19 +243,26 @@ def test_grants_dropped_on_a_clock_are_blamed_on_persistence(round4: dict[str, R
 
 
 @pytest.mark.req("PD-5.1-01", "PD-5.1-04", "PD-5.2-02")
-def test_overlapping_reads_find_lost_and_misplaced_grants(round4: dict[str, Report]) -> None:
+def test_overlapping_reads_find_lost_and_misplaced_grants(faulty_reports: dict[str, Report]) -> None:
     """Reads sent at once, as hosts pipeline them: a grant lost by a read-modify-write (one session) and a grant
     written into the session whose request arrived last (two sessions, over HTTP). Both passed on a93d142, which sent
     one request at a time; the report says how many reads overlapped."""
-    lost = next(r for r in round4["stdio racy-grants"].results if r.id == "grants/overlapping-reads")
+    lost = next(r for r in faulty_reports["stdio racy-grants"].results if r.id == "grants/overlapping-reads")
     assert lost.status is Status.FAILURE and lost.message.startswith("24 overlapping reads of 3 tools"), lost.message
     assert "still refused" in lost.message
-    racy = round4["http racy-sessions"]
+    for name in ("stdio title-instructions", "stdio inline-parameter-docs"):
+        report = faulty_reports[name]
+        for check in ("grants/overlapping-reads", "grants/overlapping-sessions"):
+            result = next(r for r in report.results if r.id == check)
+            assert result.status is Status.SUCCESS, render(report)
+
+
+@pytest.mark.req("PD-5.1-04", "PD-5.2-02")
+def test_overlapping_sessions_find_a_misplaced_grant(http_reports4: dict[str, Report]) -> None:
+    """Over HTTP two sessions share one server process: a grant written into the session whose request arrived
+    last fails grants/overlapping-sessions, and nothing else."""
+    racy = http_reports4["http racy-sessions"]
     text = render(racy)
     assert keys(racy, Status.FAILURE) == {"grants/overlapping-sessions"}, text
     misplaced = next(r for r in racy.results if r.id == "grants/overlapping-sessions")
     assert "12 overlapping reads in two sessions" in misplaced.message and "never read" in misplaced.message
-    for name in ("stdio reordered-required", "stdio modern-only"):
-        for check in ("grants/overlapping-reads", "grants/overlapping-sessions"):
-            result = next(r for r in round4[name].results if r.id == check)
-            assert result.status is Status.SUCCESS, render(round4[name])
