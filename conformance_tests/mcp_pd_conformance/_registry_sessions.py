@@ -134,6 +134,16 @@ SESSION_CHECKS: Final[tuple[CheckSpec, ...]] = (
         "(a global or a variable set by the last request to arrive).",
     ),
     define(
+        "grants/proxy-tool-gated",
+        M,
+        ("PD-5.1-02", "PD-2-03"),
+        "a tool that calls tools (its schema takes a tool name and arguments) does not run a tool the session never "
+        "fetched",
+        "Put the gate in front of every way a tool runs: a dispatcher tool (run_tool, execute, call_tool) must ask "
+        "the gate for the tool it is told to run, in the caller's session, and refuse with TOOL_DESCRIPTION_REQUIRED "
+        "when that tool was never fetched.",
+    ),
+    define(
         "grants/required-truthful",
         M,
         ("PD-3.2-02",),

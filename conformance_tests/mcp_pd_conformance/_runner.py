@@ -22,6 +22,7 @@ from ._model import Report, Status
 from ._overlap import overlapping_reads
 from ._probe import MAX_PAGES, ConnectFailure, Held, Mode, Peer, Pool, Target
 from ._profiles import ProfileContext
+from ._proxy import proxy_tool_gated
 from ._reading import resource_read
 from ._record import Recorder
 from ._resource_listing import resource_listing
@@ -282,6 +283,7 @@ async def _scenarios(
         await unsafe_tools_gated(pool, target, held_mode, rec, disc, grants, allow=options.allow_side_effects)
         say("grants [overlapping]")
         await overlapping_reads(pool, target, grants, rec, disc)
+        await proxy_tool_gated(pool, target, held_mode, rec, disc)
     if calling and disc.base is not None:
         report.notes.append(unfetched_tool_note(disc))
     if profiles:

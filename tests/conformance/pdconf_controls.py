@@ -39,6 +39,23 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 BASE = "resource:///tool_descriptions"
+# The dispatcher of the proxy-* controls: listed and described beside FULL's tools, answered by a middleware.
+PROXY = "run_tool"
+PROXY_DEFINITION: dict[str, Any] = {
+    "name": PROXY,
+    "description": "Run another tool of this server by name, with its arguments. Returns that tool's result.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The tool to run"},
+            "arguments": {"type": "object", "description": "Its arguments"},
+        },
+        "required": ["name"],
+    },
+    "annotations": {"readOnlyHint": False, "destructiveHint": False},
+    "examples": [{"description": "Count words", "input": {"name": "word_count", "arguments": {"text": "a b"}}}],
+    "error_guidance": {"TOOL_DESCRIPTION_REQUIRED": "fetch the description of the tool you name first"},
+}
 
 DEFECTS = {
     "good": "a correct implementation",
@@ -158,6 +175,8 @@ DEFECTS = {
     "lose each other's grants (violates PD-5.1-01)",
     "racy-sessions": "the session a read grants into is taken from state the last request set: reads of two sessions "
     "at once grant into the wrong one (violates PD-5.1-04; shows over HTTP)",
+    "proxy-gated": "correct, with a dispatcher tool run_tool(name, arguments) that asks the gate for the tool it runs",
+    "proxy-ungated": "run_tool(name, arguments) runs any tool once run_tool itself was fetched (violates PD-5.1-02)",
     "handshake-only": "correct, but speaks the handshake era only: server/discover declined and every request "
     "carrying the 2026-07-28 envelope refused (allowed under --era both; --era 2026-07-28 cannot pass; HTTP)",
     # Profile tool-fallback (I-13): `good` with a describe tool.
@@ -685,6 +704,13 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
                 return call_via(key, arguments)
             document, error = (search if name == "search_tools" else browse)(defect, arguments)
             return _text_result(document, error=error)
+        if name == PROXY and defect.startswith("proxy-"):
+            inner, passed = arguments.get("name"), arguments.get("arguments") or {}
+            if not isinstance(inner, str) or inner not in FULL or not isinstance(passed, dict):
+                return refusal(key, PROXY) or _text_result(not_found(defect, str(inner)), error=True)
+            if defect == "proxy-ungated":  # its own gate only: the tool it runs is never asked about
+                return refusal(key, PROXY) or run(inner, passed)
+            return refusal(key, PROXY) or refusal(key, inner) or run(inner, passed)
         if name not in FULL:
             return types.CallToolResult(content=[types.TextContent(type="text", text="Unknown tool")], is_error=True)
         invalid = argument_problems(name, arguments) if defect == "traffic-validates-first" else None
@@ -870,6 +896,30 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
 
         server.middleware.append(no_handshake)
         return server
+    if defect.startswith("proxy-"):
+
+        async def proxy(ctx: Any, call_next: Any) -> Any:
+            """run_tool beside FULL's tools: listed on the last page, described (and granted) by reads naming it."""
+            result = await call_next(ctx)
+            if ctx.method == "tools/list" and isinstance(result, dict) and not result.get("nextCursor"):
+                minimal = {"type": "object", "additionalProperties": True}
+                entry = {"name": PROXY, "description": "Run another tool of this server by name."}
+                result["tools"] = [*result.get("tools", []), entry | {"inputSchema": minimal}]
+                result["tools"][-1]["annotations"] = PROXY_DEFINITION["annotations"]
+            elif ctx.method == "resources/read" and isinstance(result, dict):
+                names = parse_selection(str((ctx.params or {}).get("uri", "")).partition("#")[0]) or []
+                for content in result.get("contents", []):
+                    body = json.loads(content.get("text") or "{}")
+                    for value in body.values():
+                        if isinstance(value, dict) and isinstance(value.get("available_tools"), list):
+                            value["available_tools"] = sorted([*value["available_tools"], PROXY])
+                    if PROXY in names and PROXY in body:
+                        body[PROXY] = copy.deepcopy(PROXY_DEFINITION)
+                        grant(session_key(ctx), [PROXY])
+                    content["text"] = json.dumps(body)
+            return result
+
+        server.middleware.append(proxy)
     if defect == "handshake-only":
 
         async def no_modern(ctx: Any, call_next: Any) -> Any:

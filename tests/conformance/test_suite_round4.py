@@ -36,6 +36,7 @@ FAULTY = {
     "inline-parameter-docs": {"tools-list/no-parameter-docs"},
     "relist-full": {"tools-list/relist-minimal"},
     "racy-grants": {"grants/overlapping-reads"},
+    "proxy-ungated": {"grants/proxy-tool-gated"},
 }
 OVER_HTTP = ("modern-only", "modern-bare-missing", "handshake-only", "racy-sessions")
 
@@ -61,7 +62,9 @@ def correct_reports() -> dict[str, Report]:
 @pytest.fixture(scope="module")
 def faulty_reports() -> dict[str, Report]:
     """The faulty controls over stdio: the legacy era, the grants scenario as their only calling one."""
-    return run_options({f"stdio {name}": _stdio(name, ("legacy",), NOT_AUTHORIZATION) for name in FAULTY}, limit=3)
+    options = {f"stdio {name}": _stdio(name, ("legacy",), NOT_AUTHORIZATION) for name in FAULTY}
+    options["stdio proxy-gated"] = _stdio("proxy-gated", ("legacy",), NOT_AUTHORIZATION)  # correct: must pass
+    return run_options(options, limit=3)
 
 
 @pytest.fixture(scope="module")
@@ -266,3 +269,16 @@ def test_overlapping_sessions_find_a_misplaced_grant(http_reports4: dict[str, Re
     assert keys(racy, Status.FAILURE) == {"grants/overlapping-sessions"}, text
     misplaced = next(r for r in racy.results if r.id == "grants/overlapping-sessions")
     assert "12 overlapping reads in two sessions" in misplaced.message and "never read" in misplaced.message
+
+
+@pytest.mark.req("PD-5.1-02", "PD-2-03")
+def test_a_tool_that_calls_tools_is_used_against_its_own_gate(faulty_reports: dict[str, Report]) -> None:
+    """run_tool(name, arguments), found by its schema: fetched alone, it must not run a tool the session never
+    fetched. proxy-ungated passed on a93d142; proxy-gated, which asks the gate for the tool it runs, passes."""
+    failed = next(r for r in faulty_reports["stdio proxy-ungated"].results if r.id == "grants/proxy-tool-gated")
+    assert "run_tool(name='add', arguments=...) ran add" in failed.message, failed.message
+    good = faulty_reports["stdio proxy-gated"]
+    text = render(good)
+    assert good.exit_code == 0 and not keys(good, Status.FAILURE) | keys(good, Status.WARNING), text
+    passed = next(r for r in good.results if r.id == "grants/proxy-tool-gated")
+    assert passed.status is Status.SUCCESS and "TOOL_DESCRIPTION_REQUIRED" in passed.message, text
