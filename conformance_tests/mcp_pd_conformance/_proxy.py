@@ -51,7 +51,8 @@ async def proxy_tool_gated(pool: Pool, target: Target, mode: Mode, rec: Recorder
     safe, base = disc.safe, disc.base
     proxies = [p for p in proxy_tools(disc) if safe is None or p[0] != safe.name]
     if not proxies:
-        rec.skip(PROXY, "no listed tool takes a tool name and arguments (none dispatches to other tools)")
+        # Nothing to run through: said as INFO (not applicable), not as a skip of something that could be checked.
+        rec.info(PROXY, "no listed tool takes a tool name and arguments: none dispatches to other tools")
         return
     if safe is None or base is None:
         rec.skip(PROXY, f"{proxies[0][0]} dispatches to tools, but no tool may be run through it: {disc.safe_reason}")

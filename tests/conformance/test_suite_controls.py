@@ -46,6 +46,8 @@ GRANTS_BLOCKED = " ".join(
         "required-truthful",
         "unsafe-tools-gated",
         "survive-refusals",
+        "overlapping-reads",
+        "overlapping-sessions",
     )
 )
 EXPECTATIONS = {
@@ -55,7 +57,8 @@ EXPECTATIONS = {
     "ignores-selection": _e(
         "PD-4.4-02",
         warns="PD-6.3-01",
-        skips="resource-read/exact-match resource-read/punctuation-match resource-read/available-tools-visible",
+        skips="resource-read/exact-match resource-read/punctuation-match resource-read/available-tools-visible "
+        "resource-read/no-partial-match",
     ),
     "extra-tools": _e("PD-4.4-02"),
     "preamble": _e("PD-4.4-03"),
@@ -95,7 +98,9 @@ EXPECTATIONS = {
     "text-plain-content": _e(warns="PD-4.1-05"),
     "silent-rate-limit": _e("PD-4.4-01", allowed="PD-4.3-02 PD-4.4-02", warns="PDX-PARSE-01"),
     # No gate was seen on every safe tool, so the tools the suite does not run are not probed (they might run).
-    "gates-first-only": _e("PD-5.1-02 PD-2-03", skips="grants/unsafe-tools-gated"),
+    "gates-first-only": _e(
+        "PD-5.1-02 PD-2-03", skips="grants/unsafe-tools-gated grants/overlapping-reads grants/overlapping-sessions"
+    ),
     "lenient-retry": _e("PD-5.1-02", allowed="PD-5.1-01"),
     "refused-read-grants": _e("PD-5.1-02 PD-5.1-01"),
     "variant-grants": _e("PD-5.1-02 PD-5.1-01"),
