@@ -50,6 +50,14 @@ async def proxy_tool_gated(pool: Pool, target: Target, mode: Mode, rec: Recorder
     """grants/proxy-tool-gated, in a fresh session that fetches the proxy's definition and nothing else."""
     safe, base = disc.safe, disc.base
     proxies = [p for p in proxy_tools(disc) if safe is None or p[0] != safe.name]
+    if not proxies and disc.behind:
+        routed = sorted({route for route in pool.routes.values()})
+        rec.ok(
+            PROXY,
+            f"the dispatcher is the extension's own ({', '.join(routed) or 'call_tool'}, catalog mode): every call the "
+            "core's gate checks sent went through it",
+        )
+        return
     if not proxies:
         # Nothing to run through: said as INFO (not applicable), not as a skip of something that could be checked.
         rec.info(PROXY, "no listed tool takes a tool name and arguments: none dispatches to other tools")
