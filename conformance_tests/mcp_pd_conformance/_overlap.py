@@ -18,6 +18,7 @@ import anyio
 from ._checks import Discovery, selection_uri, unknown_name
 from ._documents import CallOutcome, classify_call
 from ._grants import GrantsSession
+from ._model import Status
 from ._probe import ConnectFailure, Exchange, Held, Peer, Pool, Target
 from ._record import Recorder
 
@@ -118,6 +119,10 @@ async def _two_sessions(pool: Pool, target: Target, g: GrantsSession, rec: Recor
     """Two fresh sessions reading at the same time, each its own tool; then each is refused the other's tool."""
     if len(g.tools) < 2:
         rec.skip(SESSIONS, "one safe tool only: two sessions need a tool each")
+        return
+    if any(r.id == "grants/read-other-refused" and r.status is Status.FAILURE for r in rec.results):
+        # Then session A's call of B's tool passes whoever read it: a grant in the wrong session cannot be told apart.
+        rec.skip(SESSIONS, "a read authorizes tools it did not serve (see grants/read-other-refused)")
         return
     mine, theirs = g.tools[0], g.tools[1]
     a, b = await _open(pool, target, g), await _open(pool, target, g)

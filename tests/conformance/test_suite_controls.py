@@ -48,6 +48,7 @@ GRANTS_BLOCKED = " ".join(
         "survive-refusals",
         "overlapping-reads",
         "overlapping-sessions",
+        "proxy-tool-gated",
     )
 )
 EXPECTATIONS = {
@@ -104,7 +105,8 @@ EXPECTATIONS = {
     "lenient-retry": _e("PD-5.1-02", allowed="PD-5.1-01"),
     "refused-read-grants": _e("PD-5.1-02 PD-5.1-01"),
     "variant-grants": _e("PD-5.1-02 PD-5.1-01"),
-    "any-read-grants": _e("PD-5.1-02 PD-5.1-01"),
+    # A read that grants every tool: session A may call B's tool, which is this fault, not a grant misplaced.
+    "any-read-grants": _e("PD-5.1-02 PD-5.1-01", skips="grants/overlapping-sessions"),
     "first-name-grants": _e("PD-5.1-01", skips="grants/persist-through-session"),
     "mixed-grants-nothing": _e("PD-5.1-01"),
     "short-lived-grants": _e("PD-5.1-03"),
