@@ -137,9 +137,10 @@ async def _two_sessions(pool: Pool, target: Target, g: GrantsSession, rec: Recor
             tg.start_soon(_all_at_once, a.peer, read_a)
             tg.start_soon(_all_at_once, b.peer, read_b)
         results: dict[str, tuple[CallOutcome, Exchange]] = {}
-        for label, peer, name in (("a-other", a.peer, theirs), ("b-other", b.peer, mine)):
-            results[label] = await _call(g, peer, name)
+        # Own tools first: a refused call must not be what takes a session's grant away (grants/survive-refusals).
         for label, peer, name in (("a-own", a.peer, mine), ("b-own", b.peer, theirs)):
+            results[label] = await _call(g, peer, name)
+        for label, peer, name in (("a-other", a.peer, theirs), ("b-other", b.peer, mine)):
             results[label] = await _call(g, peer, name)
     finally:
         for h in held:
