@@ -355,6 +355,8 @@ async def _serve(
         if lane is not None:  # for whoever tunes the gateway, not the user: what the fast lane took
             logger.info("the stdio lane answered %d call(s)", lane.taken)
         print("mcp-pd proxy: the client disconnected; stopping the upstreams", file=sys.stderr)
+        # An HTTP upstream's stream torn down mid-event makes the SDK's client log a traceback: nothing went wrong.
+        logging.getLogger("mcp.client.streamable_http").setLevel(logging.CRITICAL)
         return
     from mcp_pd._cli import metrics_routes
     from mcp_pd._http import OperatorAccess, describe_http, http_server

@@ -13,6 +13,7 @@ through `_progressive.py`; this module knows nothing of the extension beyond tha
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import time
@@ -83,7 +84,9 @@ class Upstream:
         self._recycle_reason = ""
         self._reinit = False
         self.permanent = False  # its last failure will recur whatever the retries (an SSE endpoint as `url`)
-        self.relists = Coalesced(self._relist, f"re-listing upstream {config.name!r}")  # list_changed floods: bounded
+        self.relists = Coalesced(
+            functools.partial(_relist, self), f"re-listing upstream {config.name!r}"
+        )  # list_changed floods: bounded
 
     @property
     def name(self) -> str:
@@ -256,17 +259,6 @@ class Upstream:
         if isinstance(message, types.ToolListChangedNotification):
             self.relists.request(self.pool.task_group)
 
-    async def _relist(self) -> None:
-        session = self.session
-        if session is None:
-            return
-        try:
-            tools = await self._list(session)
-        except Exception as exc:
-            logger.warning("upstream %r announced changed tools but re-listing failed: %s", self.name, explain(exc))
-            return
-        await self.pool.tools_listed(self, tools)
-
     # -- calls ---------------------------------------------------------------------------------------
     async def call(
         self,
@@ -406,6 +398,22 @@ class Upstream:
         except Exception:
             if self.session is session:
                 self.recycle(f"stopped answering (a call timed out and a ping got no answer within {PING_TIMEOUT:g} s)")
+
+
+async def _relist(upstream: Upstream) -> None:
+    """An upstream's tools listed again after it said they changed (`Coalesced`: a flood costs a bounded number)."""
+    session = upstream.session
+    if session is None:
+        return
+    try:
+        tools = await upstream._list(session)
+    except Exception as exc:
+        # A re-list still pending when the gateway stops meets a closed session: nothing went wrong.
+        (logger.debug if upstream._ending() or upstream.state == "closed" else logger.warning)(
+            "upstream %r announced changed tools but re-listing failed: %s", upstream.name, explain(exc)
+        )
+        return
+    await upstream.pool.tools_listed(upstream, tools)
 
 
 class UpstreamPool:
