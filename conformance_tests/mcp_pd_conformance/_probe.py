@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Literal, cast
 
 import anyio
-import httpx2
 import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import TypeAdapter
 
 __all__ = [
@@ -334,7 +334,7 @@ async def connect(
     with ExitStack() as files:
         stderr = _Stderr()
         transport: Any
-        http: httpx2.AsyncClient | None = None
+        http: Any = None
         if target.stdio is not None:
             stderr.file = files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))
             params = StdioServerParameters(command=target.stdio[0], args=list(target.stdio[1:]), env=dict(os.environ))
@@ -343,9 +343,8 @@ async def connect(
             assert target.url is not None
             transport = target.url
             if target.headers:
-                http = httpx2.AsyncClient(
-                    headers=dict(target.headers), timeout=httpx2.Timeout(target.timeout, read=max(300, target.timeout))
-                )
+                # The SDK's own client factory (its transports' timeouts), with the headers (`--header`) added.
+                http = create_mcp_http_client(headers=dict(target.headers))
                 transport = streamable_http_client(target.url, http_client=http)
         client = Client(transport, mode=mode, cache=None, read_timeout_seconds=target.timeout)
         try:
