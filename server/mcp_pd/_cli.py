@@ -380,10 +380,13 @@ def _serve(args: argparse.Namespace) -> int:
     from mcp.server.stdio import stdio_server
 
     from ._extension import _lowlevel
+    from ._memory import return_big_frees
     from ._redact import redact_logs
 
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     redact_logs()  # no token, key or URL credential in the operator's log either
+    # Big buffers (the search model's activations, a large result) go back to the system once freed.
+    return_big_frees()
     http = http_settings(args, "serve")  # refused before anything is loaded
     from ._audit import audit_trail
 

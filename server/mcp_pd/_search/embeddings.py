@@ -19,6 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from .int8 import REWRITE_ID, int8_model
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -152,10 +154,13 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, mean pooling), one thread, small batches (`_BATCH`).
 
     `model_path` and `sha256` run another ONNX export of a BERT-uncased sentence model with the same inputs,
-    output and vocabulary (docs/search.md); the file is refused unless its SHA-256 is `sha256`.
+    output and vocabulary (docs/search.md); the file is refused unless its SHA-256 is `sha256`. `int8=False`
+    runs the graph as shipped instead of its int8 rewrite (int8.py).
     """
 
-    def __init__(self, threads: int = 1, *, model_path: Path | None = None, sha256: str | None = None) -> None:
+    def __init__(
+        self, threads: int = 1, *, model_path: Path | None = None, sha256: str | None = None, int8: bool = True
+    ) -> None:
         if (model_path is None) != (sha256 is None):
             raise ValueError("model_path and sha256 go together: a model is only run after its digest is checked")
         try:
@@ -184,15 +189,20 @@ class MiniLMEmbedder:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         # No arena: it keeps the largest activations a run ever needed for the life of the process (a catalog
-        # server at 321 tools: 326 MB with it, 299 without, same CPU). benchmarks/memory.py; docs/search.md says
-        # where the rest goes (the int8 weights folded to float32 at load, about 125 MB).
+        # server at 321 tools: 326 MB with it, 299 without, same CPU). benchmarks/memory.py.
         options.enable_cpu_mem_arena = False
-        self._session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        # The int8 weights kept int8 (int8.py): 90 MB of float32 copies not made at load.
+        rewritten = int8_model(model, self._digest) if int8 else None
+        self._rewrite = "" if rewritten is None else f"+{REWRITE_ID}"
+        source: str | bytes = str(model) if rewritten is None else rewritten
+        self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+        del source, rewritten  # the model's bytes are onnxruntime's now
         self._lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
-        return f"minilm-onnx@{self._digest[:12]}"  # vectors of another model never mix with these
+        # Vectors of another model, or of the same model run another way, never mix with these.
+        return f"minilm-onnx@{self._digest[:12]}{self._rewrite}"
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         np = self._np
