@@ -34,11 +34,11 @@ def catalog_texts() -> list[str]:
     return texts
 
 
-def test_the_rewritten_graph_keeps_every_weight_int8() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "mcp_pd._search.int8", str(SHIPPED), _MODEL_SHA256], capture_output=True, check=True
-    )
-    model = onnx.load_from_string(done.stdout)
+def test_the_rewritten_graph_keeps_every_weight_int8(tmp_path: Path) -> None:
+    out = tmp_path / "int8.onnx"
+    command = [sys.executable, "-m", "mcp_pd._search.int8", str(SHIPPED), _MODEL_SHA256, str(out)]
+    subprocess.run(command, capture_output=True, check=True)
+    model = onnx.load(out)
     int8 = {i.name for i in model.graph.initializer if i.data_type == TensorProto.INT8}
     casts = [n for n in model.graph.node if n.op_type == "Cast" and n.input[0] in int8]
     # The only casts of int8 weights left are those of gathered rows (an embedding lookup), never a whole table.
@@ -74,8 +74,8 @@ def test_a_model_file_that_is_not_the_one_checked_is_not_rewritten(
 ) -> None:
     swapped = tmp_path / "model.onnx"
     swapped.write_bytes(SHIPPED.read_bytes()[:-1] + b"\0")
-    with caplog.at_level(logging.WARNING, logger="mcp_pd._search.int8"):
-        assert int8_model(swapped, _MODEL_SHA256) is None
+    with caplog.at_level(logging.WARNING, logger="mcp_pd._search.int8"), int8_model(swapped, _MODEL_SHA256) as out:
+        assert out is None
     assert "rewrite failed" in caplog.text and "SHA-256" in caplog.text
 
 
@@ -90,6 +90,7 @@ def test_a_model_with_nothing_to_rewrite_is_loaded_as_it_is(tmp_path: Path, capl
     )
     path = tmp_path / "float.onnx"
     onnx.save(helper.make_model(graph), path)
-    with caplog.at_level(logging.WARNING, logger="mcp_pd._search.int8"):
-        assert int8_model(path, hashlib.sha256(path.read_bytes()).hexdigest()) is None
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    with caplog.at_level(logging.WARNING, logger="mcp_pd._search.int8"), int8_model(path, digest) as rewritten:
+        assert rewritten is None
     assert caplog.text == ""

@@ -15,6 +15,7 @@ import importlib
 import threading
 import unicodedata
 from collections.abc import Sequence
+from contextlib import nullcontext
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -192,11 +193,10 @@ class MiniLMEmbedder:
         # server at 321 tools: 326 MB with it, 299 without, same CPU). benchmarks/memory.py.
         options.enable_cpu_mem_arena = False
         # The int8 weights kept int8 (int8.py): 90 MB of float32 copies not made at load.
-        rewritten = int8_model(model, self._digest) if int8 else None
-        self._rewrite = "" if rewritten is None else f"+{REWRITE_ID}"
-        source: str | bytes = str(model) if rewritten is None else rewritten
-        self._session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
-        del source, rewritten  # the model's bytes are onnxruntime's now
+        with int8_model(model, self._digest) if int8 else nullcontext() as rewritten:
+            self._rewrite = "" if rewritten is None else f"+{REWRITE_ID}"
+            source = model if rewritten is None else rewritten
+            self._session = ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
         self._lock = threading.Lock()
 
     @property

@@ -11,9 +11,9 @@ quantized per run, as onnxruntime's own dynamic quantization does), and each emb
 and their scales first, then turns only those rows to float. Vectors over the 322 catalog tools: cosine 0.994 on
 average (0.981 worst) to the folded graph's; search quality and memory: benchmarks/search.py, benchmarks/memory.py.
 
-It runs in a child process (`python -m mcp_pd._search.int8 MODEL SHA256`, the rewritten model on stdout): the ONNX
-library and the protobuf copies of the graph it builds never stay in the server. Without the `onnx` package, or
-on any failure, the caller loads the model as it is (more memory, same ranking) and logs why once.
+It runs in a child process (`python -m mcp_pd._search.int8 MODEL SHA256 OUT`, the rewritten model in a temporary
+file): the ONNX library and the protobuf copies of the graph it builds never stay in the server. Without the `onnx`
+package, or on any failure, the caller loads the model as it is (more memory, same ranking) and logs why once.
 
 Knows nothing about tokenizers, tools or the index: a model file in, a model's bytes out.
 """
@@ -24,7 +24,10 @@ import hashlib
 import logging
 import subprocess
 import sys
+import tempfile
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -38,26 +41,34 @@ _TIMEOUT_S: Final = 120.0  # the rewrite takes about 0.3 s of CPU; a loaded mach
 logger = logging.getLogger(__name__)
 
 
-def int8_model(path: Path, sha256: str) -> bytes | None:
-    """The model at `path` with its dequantized weights made int8 kernels' inputs, or None to load it as it is.
+@contextmanager
+def int8_model(path: Path, sha256: str) -> Iterator[Path | None]:
+    """The model at `path` rewritten (see the module docstring) into a temporary file, or None to load it as it is.
 
     None when nothing in the graph has the shape rewritten (another model), when the `onnx` package is missing,
-    or when the child fails (logged with its reason); the child re-checks `sha256` against the bytes it reads.
+    or when the child fails (logged with its reason); the child re-checks `sha256` against the bytes it reads. The
+    file is gone when the block ends: onnxruntime reads it whole when the session is made. A file rather than the
+    child's stdout: 23 MB read from a pipe a few kB at a time leaves that much of the heap resident for good.
     """
-    command = [sys.executable, "-m", __name__, str(path), sha256]
-    try:
-        done = subprocess.run(command, capture_output=True, timeout=_TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        logger.warning("semantic search: the model's int8 rewrite did not run (%s); loading it as shipped", exc)
-        return None
-    if done.returncode != 0:
-        why = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        logger.warning(
-            "semantic search: the model's int8 rewrite failed (%s); loading it as shipped (more memory, same ranking)",
-            why[-1] if why else f"exit {done.returncode}",
-        )
-        return None
-    return done.stdout or None
+    with tempfile.TemporaryDirectory(prefix="mcp-pd-model-") as folder:
+        out = Path(folder) / "model.onnx"
+        command = [sys.executable, "-m", __name__, str(path), sha256, str(out)]
+        try:
+            done = subprocess.run(command, capture_output=True, timeout=_TIMEOUT_S, check=False)
+        except (OSError, subprocess.SubprocessError) as exc:
+            logger.warning("semantic search: the model's int8 rewrite did not run (%s); loading it as shipped", exc)
+            yield None
+            return
+        if done.returncode != 0:
+            why = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            logger.warning(
+                "semantic search: the model's int8 rewrite failed (%s); loading it as shipped (more memory, same "
+                "ranking)",
+                why[-1] if why else f"exit {done.returncode}",
+            )
+            yield None
+            return
+        yield out if out.is_file() else None
 
 
 def rewrite(model: Any) -> int:
@@ -153,8 +164,8 @@ def _int8_gather(helper: Any, float_type: int, gather: Any, quantized: str, scal
 
 
 def _main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m mcp_pd._search.int8 MODEL.onnx SHA256", file=sys.stderr)
+    if len(argv) != 3:
+        print("usage: python -m mcp_pd._search.int8 MODEL.onnx SHA256 OUT.onnx", file=sys.stderr)
         return 2
     data = Path(argv[0]).read_bytes()
     actual = hashlib.sha256(data).hexdigest()
@@ -168,8 +179,8 @@ def _main(argv: list[str]) -> int:
         return 1
     model = onnx.load_from_string(data)
     del data
-    if rewrite(model):
-        sys.stdout.buffer.write(model.SerializeToString())
+    if rewrite(model):  # else no file: nothing to gain, load the original
+        onnx.save(model, argv[2])
     return 0
 
 
