@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rapidfuzz import fuzz, process
@@ -20,6 +20,7 @@ from .documents import SearchDocument
 from .postings import Postings, weighted_terms
 from .query import parse
 from .results import SearchHit, SearchResult
+from .slots import Allowed, Slots
 from .spelling import Spelling, name_matches
 from .text import QUERY_CHARS
 from .ties import distinguishing_words
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
     from .store import VectorStore
 
 __all__ = ["Allowed", "SearchIndex"]
-
-Allowed = Callable[[str], bool] | None
 
 
 class SearchIndex:
@@ -52,10 +51,9 @@ class SearchIndex:
         self.config = config or SearchConfig()
         self._lock = threading.RLock()
         self._vocab = vocabulary(self.config.stemming)
-        self._docs: list[SearchDocument | None] = []
-        self._slots: dict[str, int] = {}
-        self._free: list[int] = []
-        self._by_category: dict[str, set[str]] = {}
+        self._table = Slots()
+        # The table's own containers, read on every query (postings and vectors are indexed by slot).
+        self._docs, self._slots = self._table.docs, self._table.by_name
         # numpy (installed with the semantic extra, and nearly everywhere else) scores postings as arrays:
         # 10x faster at 10,000 tools. Without it the same scores come from dictionaries.
         self._np: Any = None
@@ -96,11 +94,7 @@ class SearchIndex:
         return sorted(self._slots)
 
     def document(self, name: str) -> SearchDocument:
-        slot = self._slots.get(name)
-        doc = self._docs[slot] if slot is not None else None
-        if doc is None:
-            raise KeyError(name)
-        return doc
+        return self._table.document(name)
 
     def upsert(self, docs: Iterable[SearchDocument]) -> int:
         """Add or replace documents; unchanged versions are skipped. Returns how many changed."""
@@ -119,11 +113,8 @@ class SearchIndex:
                         continue
                     self._unindex(slot)
                 else:
-                    slot = self._free.pop() if self._free else len(self._docs)
-                    if slot == len(self._docs):
-                        self._docs.append(None)
-                        self._postings.ensure(len(self._docs))
-                    self._slots[doc.name] = slot
+                    slot = self._table.claim(doc.name)
+                    self._postings.ensure(len(self._docs))
                 self._docs[slot] = doc
                 changed.append((slot, doc))
             if not changed:
@@ -132,13 +123,11 @@ class SearchIndex:
                 self._postings.set(slot, weighted_terms(doc, self.config, register))
             if self._postings.needs_reweight(len(self._slots)):
                 self._postings.reweight(self._slots.values())
-                self._by_category = {}
-                for slot in self._slots.values():
-                    self._categorize(slot)
+                self._table.recategorize()
             else:
                 for slot, _ in changed:
                     self._postings.add(slot)
-                    self._categorize(slot)
+                    self._table.categorize(slot)
             self._spelling.invalidate()
             if self._vectors is not None:
                 self._vectors.invalidate()
@@ -149,13 +138,12 @@ class SearchIndex:
         removed = 0
         with self._lock:
             for name in names:
-                slot = self._slots.pop(name, None)
+                slot = self._slots.get(name)
                 if slot is None:
                     continue
-                self._unindex(slot)
+                self._postings.remove(slot)
                 self._postings.clear(slot)
-                self._docs[slot] = None
-                self._free.append(slot)
+                self._table.release(name)
                 removed += 1
             if removed:
                 self._spelling.invalidate()
@@ -163,20 +151,9 @@ class SearchIndex:
                     self._vectors.invalidate()
         return removed
 
-    def _categorize(self, slot: int) -> None:
-        doc = self._docs[slot]
-        if doc is not None:
-            self._by_category.setdefault(doc.category, set()).add(doc.name)
-
     def _unindex(self, slot: int) -> None:
         self._postings.remove(slot)
-        doc = self._docs[slot]
-        if doc is not None:
-            members = self._by_category.get(doc.category)
-            if members is not None:
-                members.discard(doc.name)
-                if not members:
-                    del self._by_category[doc.category]
+        self._table.uncategorize(slot)
 
     def cached_vectors(self) -> dict[str, Any]:
         """Document version -> vector for the current model (to save, or to seed another index with)."""
@@ -215,12 +192,7 @@ class SearchIndex:
         return dict(zip(matched.tolist(), scores[matched].tolist(), strict=True)), total
 
     def _visible(self, slot: int, allowed: Allowed, category: str | None) -> bool:
-        doc = self._docs[slot]
-        if doc is None:
-            return False
-        if category is not None and doc.category != category:
-            return False
-        return allowed is None or allowed(doc.name)
+        return self._table.visible(slot, allowed, category)
 
     def search(
         self,
@@ -371,17 +343,12 @@ class SearchIndex:
 
         A category with no visible tool is not listed (its existence is not revealed either)."""
         with self._lock:
-            counts: dict[str, int] = {}
-            for cat, members in self._by_category.items():
-                n = len(members) if allowed is None else sum(1 for name in members if allowed(name))
-                if n:
-                    counts[cat] = n
-            return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            return self._table.categories(allowed)
 
     def with_config(self, config: SearchConfig) -> SearchIndex:
         """A new index with `config` over the same documents (shares the vector cache: nothing re-embeds)."""
         other = SearchIndex(self.embedder, config, store=self.store)
         if other._vectors is not None and self._vectors is not None:
             other._vectors.cache = self._vectors.cache
-        other.upsert(d for d in self._docs if d is not None)
+        other.upsert(list(self._table.live()))
         return other
