@@ -26,6 +26,7 @@ ORDER = (
     "overhead",
     "scale",
     "browse",
+    "fastmcp",
     "hardening",
     "reload",
     "load",
