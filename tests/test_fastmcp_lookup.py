@@ -155,3 +155,35 @@ async def test_a_mounted_servers_own_middleware_still_decides() -> None:
         assert "error" in body(await client.read_resource(selection_uri(["c_secret"])))["c_secret"]
         assert not (await client.call_tool("c_open_door", {}, raise_on_error=False)).is_error
     assert ran == ["secret", "open"]
+
+
+@pytest.mark.req("PDX-FASTMCP-04", "PDX-FASTMCP-02")
+async def test_the_version_found_by_name_is_the_version_listed_and_run() -> None:
+    """With its highest version disabled, FastMCP lists and runs the next one: the lookup the gate hands FastMCP's
+    tools/call is that version (described, run), and a selector of the disabled one is still refused."""
+    app: FastMCP[Any] = FastMCP("versions")
+    ran: list[str] = []
+
+    @app.tool(name="notes", version="1.0", annotations={"readOnlyHint": True})
+    def notes_v1(query: str) -> str:
+        """Find notes (the first implementation)."""
+        ran.append("1.0")
+        return "v1"
+
+    @app.tool(name="notes", version="2.0", annotations={"destructiveHint": True})
+    def notes_v2(query: str) -> str:
+        """Find and delete notes (disabled)."""
+        ran.append("2.0")
+        return "v2"
+
+    app.disable(names={"notes"}, version=VersionSpec(eq="2.0"))
+    ProgressiveDisclosure().install(app)
+    async with Client(app, mode="legacy") as client:
+        (listed,) = [t for t in await client.list_tools() if t.name == "notes"]
+        assert listed.meta is not None and listed.meta["fastmcp"]["version"] == "1.0"
+        described = body(await client.read_resource(selection_uri(["notes"])))["notes"]
+        assert described["annotations"] == {"readOnlyHint": True}
+        assert (await client.call_tool("notes", {"query": "x"})).structured_content == {"result": "v1"}
+        refused = await client.call_tool_mcp("notes", {"query": "x"}, meta={"fastmcp": {"version": "2.0"}})
+        assert json.loads(refused.content[0].text)["error"]["code"] == "IMPLEMENTATION_NOT_DESCRIBED"  # type: ignore[union-attr]
+    assert ran == ["1.0"]
