@@ -160,7 +160,7 @@ async def measure(size: int, iterations: int) -> dict[str, Any]:
 
 async def run(quick: bool, out: Path | None) -> Recorder:
     recorder = Recorder("fastmcp", "the extension on FastMCP against plain FastMCP, per request", quick, out)
-    recorder.method = [line.strip() for line in (__doc__ or "").splitlines()[2:13]]
+    recorder.method = [line.strip() for line in (__doc__ or "").splitlines()[2:12]]
     sizes = [500, 4000] if quick else [500, 4000, 16000]
     iterations = 100 if quick else 300
     rows: dict[str, Any] = {}
