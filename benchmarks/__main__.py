@@ -21,6 +21,7 @@ BENCHMARKS = (
     "overhead",
     "scale",
     "browse",
+    "fastmcp",
     "hardening",
     "reload",
     "load",

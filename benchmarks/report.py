@@ -26,6 +26,7 @@ ORDER = (
     "overhead",
     "scale",
     "browse",
+    "fastmcp",
     "hardening",
     "reload",
     "load",
@@ -469,6 +470,32 @@ def search_section(d: dict[str, Any]) -> list[str]:
     return lines
 
 
+def fastmcp_section(d: dict[str, Any]) -> list[str]:
+    """Per size: read and call, the extension against plain FastMCP (p50 latency, server CPU per request), and the
+    same figures of the code before the fix when the result carries them."""
+    lines = [f"### {d['title']}", ""]
+    lines += [f"- {line}" for line in d.get("method", [])]
+    runs = [("this code", d["figures"])]
+    if "before_fix" in d["figures"]:
+        runs.append((f"before ({d['figures']['before_fix'].get('commit', 'main')})", d["figures"]["before_fix"]))
+    rows = []
+    for label, figures in runs:
+        for size, row in figures["sizes"].items():
+            cells = [label, f"{int(size):,}"]
+            for op in ("read", "call"):
+                r = row[op]
+                cpu = r["server_cpu_ms_per_request"]
+                cells += [
+                    f"{_f(r['pd']['p50_ms'], 2)} / {_f(r['plain']['p50_ms'], 2)} ms = **{r['ratio']['p50']:.2f}x**",
+                    f"{_f(cpu['pd'], 2)} / {_f(cpu['plain'], 2)} ms = {_f(r['cpu_ratio'], 2)}x",
+                ]
+            cells.append(", ".join(f"{x:g}" for x in row["read"]["load_average"]))
+            rows.append(cells)
+    header = ["code", "tools", "read p50 (ext / plain)", "read CPU", "call p50 (ext / plain)", "call CPU", "load"]
+    lines += ["", *_table(header, rows, left=(0,)), "", f"Every figure: `benchmarks/results/{d['benchmark']}.json`."]
+    return lines
+
+
 def generic_section(d: dict[str, Any]) -> list[str]:
     """A benchmark without a table of its own: its title, method and goals (the figures are in its JSON file)."""
     lines = [f"### {d['title']}", ""]
@@ -485,6 +512,7 @@ def render(data: dict[str, dict[str, Any]]) -> str:
         "reload": reload_section,
         "load": load_section,
         "search": search_section,
+        "fastmcp": fastmcp_section,
     }
     for name in ORDER:
         if name not in data:

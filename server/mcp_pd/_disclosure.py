@@ -43,6 +43,7 @@ _INLINE_INDEX: Final = 2_000
 TOOL_NOT_FOUND: Final[str] = ErrorCode.TOOL_NOT_FOUND.value
 
 Relist = Callable[[], Awaitable[None]]
+Look = Callable[[Sequence[str] | None], Awaitable[None]]
 
 
 @dataclass
@@ -93,6 +94,9 @@ class Disclosure:
         self.describe_tool = describe_tool
         self.own_tools = own_tools | ({describe_tool} if describe_tool else set())
         self.churn = churn
+        # A permission that must learn what it decides before it is asked (a FastMCP server's: FastMCP answers one
+        # name at a time, or lists everything): awaited with the names about to be asked about, None for all.
+        self.look: Look | None = None
         self._refreshing: asyncio.Future[None] | None = None
         self._suggester: tuple[int, NameSuggester] | None = None
         self._building: tuple[int, asyncio.Future[NameSuggester]] | None = None
@@ -100,6 +104,11 @@ class Disclosure:
     # -- visibility ----------------------------------------------------------------------------------
     def visible(self, caller: Caller, name: str) -> bool:
         return self.permission is None or bool(self.permission(caller, name))
+
+    async def look_up(self, names: Sequence[str] | None) -> None:
+        """Before `visible` is asked about `names` (None: about any name) in this request."""
+        if self.look is not None:
+            await self.look(names)
 
     async def suggester(self) -> NameSuggester:
         """Built once per catalog change, not per read: an index over the names (bounded matching cost).
@@ -124,6 +133,7 @@ class Disclosure:
 
     async def not_found(self, caller: Caller, names: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The spec 6.3 entry for each unknown (or hidden) name, suggestions bounded per read."""
+        await self.look_up(None)  # the suggestions and the count range over every name the caller may see
         suggester = await self.suggester()
         visible = None if self.permission is None else (lambda n: self.visible(caller, n))
         total = len(suggester.names) if visible is None else sum(1 for n in suggester.names if visible(n))
@@ -208,6 +218,7 @@ class Disclosure:
         The caller has already been rate-checked and the names parsed; the catalog is current.
         """
         described = Described(_catalog=self.catalog)
+        await self.look_up([name for name in names if name not in self.own_tools])
         unknown: list[str] = []
         for name in names:
             full = self.catalog.full(name) if name not in self.own_tools and self.visible(caller, name) else None
@@ -239,6 +250,7 @@ class Disclosure:
         """
         if name in self.own_tools:
             return None
+        await self.look_up([name])
         if not self.visible(caller, name) or name not in self.catalog:
             return await self.not_found_call(caller, name)
         if caller.session is None:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from fastmcp import FastMCP
     from fastmcp.server.middleware import CallNext, MiddlewareContext
     from fastmcp.tools import Tool
+    from fastmcp.utilities.versions import VersionSpec
 
     from ._disclosure import Disclosure
 
@@ -103,25 +104,41 @@ def _version() -> str:
 
 
 class _Sight:
-    """The tool names FastMCP shows the caller of one request. `collecting`: filled by the listing the extension
-    makes in that request (a first tools/list page re-lists), rather than by a listing of its own."""
+    """What FastMCP shows the caller of one request, learnt as the request needs it.
 
-    __slots__ = ("collecting", "names")
+    `names`: the whole listing, once made (a tools/list's own listing when `collecting`, else one made for us);
+    until then `shown` holds the names looked up one at a time through FastMCP's own per-name path.
+    """
 
-    def __init__(self, names: frozenset[str] | None = None) -> None:
-        self.names: set[str] | frozenset[str] = set() if names is None else names
-        self.collecting = names is None
+    __slots__ = ("collecting", "ctx", "names", "shown")
+
+    def __init__(self, ctx: Context, *, collecting: bool = False) -> None:
+        self.ctx = ctx
+        self.collecting = collecting
+        self.names: set[str] | frozenset[str] | None = set() if collecting else None
+        self.shown: dict[str, bool] = {}
+
+    def sees(self, name: str) -> bool:
+        return name in self.names if self.names is not None else self.shown.get(name, False)
 
 
 _SIGHT: ContextVar[_Sight | None] = ContextVar("mcp_pd_fastmcp_sight", default=None)
+# In a tools/call: the tools the gate found by name, each handed once to FastMCP's own lookup of that name (its
+# tools/call, or `AuthMiddleware` before it) in the same request, rather than found twice.
+_FOUND: ContextVar[dict[str, Tool | None] | None] = ContextVar("mcp_pd_fastmcp_found", default=None)
 
 
 class FastMCPScope:
     """FastMCP's per-request visibility as the extension's permission.
 
     `install` (once the extension has wrapped the handlers) wraps the extension's tools/list, tools/call and
-    descriptions reads, so each knows what its caller may see before the extension decides anything, and FastMCP's
-    own tools/list as the extension calls it, so a tools/list takes that from the listing it makes anyway.
+    descriptions reads, so each knows whose request it is before the extension decides anything, and FastMCP's
+    own tools/list as the extension calls it, so a tools/list takes what the caller sees from the listing it makes
+    anyway. A call or a read asks FastMCP about the names it touches, one at a time, through the path FastMCP's own
+    tools/call takes (`get_tool`: enabled, session visibility, the tool's `auth`), plus `AuthMiddleware`'s check on
+    that tool: its cost does not grow with the catalog. Only what needs every name (a "not found" answer with its
+    suggestions, catalog mode's search and browse, a later tools/list page) and a tool of a mounted server with
+    middleware of its own (which filters the parent's listing, and has no per-name counterpart) list everything.
     """
 
     def __init__(self, app: FastMCPServer, lowlevel: Server[Any]) -> None:
@@ -144,28 +161,96 @@ class FastMCPScope:
 
         def visible(caller: Caller, name: str) -> bool:
             sight = _SIGHT.get()
-            # No sight: a path that did not ask FastMCP. Hidden, never shown by default.
-            if sight is None or name not in sight.names:
+            # No sight (a path that did not ask FastMCP), or a name nobody asked FastMCP about: hidden.
+            if sight is None or not sight.sees(name):
                 return False
             return permission is None or permission(caller, name)
 
         disclosure.permission = visible
+        disclosure.look = self.look
+        self._share_lookups()
+
+    def _share_lookups(self) -> None:
+        """FastMCP finds a tool by name in time that grows with its catalog (its local provider scans every
+        component), and its tools/call finds the tool the gate has just found: `get_tool` on this server answers a
+        lookup the gate made in the same tools/call request with the gate's answer, once, so a call finds its tool
+        once, as without the extension. Any other lookup (another request, another version, a second time) is
+        FastMCP's own."""
+        lookup = self.app.get_tool
+
+        async def get_tool(name: str, version: VersionSpec | None = None) -> Tool | None:
+            found = _FOUND.get()
+            if found is not None and version is None and name in found:
+                return found.pop(name)
+            return await lookup(name, version)
+
+        setattr(self.app, "get_tool", get_tool)  # noqa: B010 - on this instance only: mypy refuses assigning a method
 
     def _scoped(self, method: str, handler: Handler, resource_uri: str) -> Handler:
         async def scoped(ctx: Context, params: Any) -> HandlerResult:
             if method == "resources/read" and not is_descriptions_uri(params.uri, resource_uri):
                 return await handler(ctx, params)  # FastMCP's own resource: FastMCP decides
-            first_page = method == "tools/list" and params.cursor is None
-            sight = _Sight() if first_page else _Sight(await self.sight(ctx))
+            sight = _Sight(ctx, collecting=method == "tools/list" and params.cursor is None)
+            if method == "tools/list" and not sight.collecting:
+                sight.names = await self.listed(ctx)  # a later page: every name of it is asked about
             token = _SIGHT.set(sight)
+            found = _FOUND.set({} if method == "tools/call" else None)
             try:
                 return await handler(ctx, params)
             finally:
+                _FOUND.reset(found)
                 _SIGHT.reset(token)
 
         return scoped
 
-    async def sight(self, ctx: Context) -> frozenset[str]:
+    async def look(self, names: Sequence[str] | None) -> None:
+        """Learn what FastMCP shows this request's caller of `names` (None: of every name) before it is asked."""
+        sight = _SIGHT.get()
+        if sight is None or sight.names is not None:
+            return
+        if names is not None:
+            for name in names:
+                if name in sight.shown:
+                    continue
+                shown = await self.shows(sight.ctx, name)
+                if shown is None:
+                    break  # no per-name answer for this one: the listing decides
+                sight.shown[name] = shown
+            else:
+                return
+        sight.names = await self.listed(sight.ctx)
+
+    async def shows(self, ctx: Context, name: str) -> bool | None:
+        """Whether FastMCP shows `name` to this request's caller, asked of that name alone, as FastMCP's tools/call
+        finds a tool (`get_tool` under the request's FastMCP context: enabled after the session's own visibility, the
+        tool's `auth`) and then `AuthMiddleware` decides; None when that is not the whole answer (a mounted server's
+        own middleware filters its tools in the listing only)."""
+        from fastmcp.server.context import Context as FastMCPContext
+        from fastmcp.server.dependencies import bind_request_context
+
+        with bind_request_context(ctx):
+            async with FastMCPContext(fastmcp=self.app):
+                tool = await self.app.get_tool(name)
+                if tool is None or not await self._authorized(tool):
+                    return False
+        found = _FOUND.get()
+        if found is not None:
+            found[name] = tool
+        return None if _mounted_with_middleware(tool) else True
+
+    async def _authorized(self, tool: Tool) -> bool:
+        from fastmcp.server.middleware import AuthMiddleware, MiddlewareContext
+
+        for middleware in self.app.middleware:
+            if isinstance(middleware, AuthMiddleware):
+                # FastMCP's own filter, run as its tools/list runs it (it knows stdio, where it lets all by), on
+                # this tool alone: it judges each tool by itself.
+                context = MiddlewareContext(message=types.ListToolsRequest(method="tools/list"), method="tools/list")
+                if not await middleware.on_list_tools(context, _returning([tool])):
+                    return False
+        return True
+
+    async def listed(self, ctx: Context) -> frozenset[str]:
         """The names FastMCP lists to this request's caller: enabled, visible to its session, allowed by each tool's
         `auth` and by the server's `AuthMiddleware`. FastMCP's other middleware is not run: a listing made for us
         must not count against a rate limit or show in a log as if the client had asked for it."""
@@ -176,12 +261,42 @@ class FastMCPScope:
             tools = await self.app.list_tools(run_middleware=False)
             for middleware in self.app.middleware:
                 if isinstance(middleware, AuthMiddleware):
-                    # FastMCP's own filter, run as its tools/list runs it (it knows stdio, where it lets all by).
                     context = MiddlewareContext(
                         message=types.ListToolsRequest(method="tools/list"), method="tools/list"
                     )
                     tools = await middleware.on_list_tools(context, _returning(tools))
         return frozenset(tool.name for tool in tools)
+
+
+def _mounted_with_middleware(tool: Tool) -> bool:
+    """Whether `tool` comes from a mounted FastMCP server that has middleware (besides FastMCP's schema
+    dereferencing, which changes no listing's names): that server's listing runs it, its `get_tool` does not."""
+    from fastmcp.server.middleware.dereference import DereferenceRefsMiddleware
+    from fastmcp.server.providers.fastmcp_provider import FastMCPProviderTool
+
+    if not isinstance(tool, FastMCPProviderTool):
+        return False
+    # A wrapper keeps only the server it delegates to; a deeper mount is that server's own mounted tool.
+    servers = [tool._server]
+    while servers:
+        server = servers.pop()
+        if any(not isinstance(m, DereferenceRefsMiddleware) for m in getattr(server, "middleware", ())):
+            return True
+        servers.extend(_mounted_servers(server))
+    return False
+
+
+def _mounted_servers(server: Any) -> list[Any]:
+    from fastmcp.server.providers.fastmcp_provider import FastMCPProvider
+
+    found = []
+    for provider in getattr(server, "providers", ()):
+        inner = provider
+        while not isinstance(inner, FastMCPProvider) and hasattr(inner, "_inner"):
+            inner = inner._inner  # a namespaced mount wraps its provider (once per transform)
+        if isinstance(inner, FastMCPProvider):
+            found.append(inner.server)
+    return found
 
 
 def show_warnings() -> None:

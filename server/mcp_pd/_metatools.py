@@ -103,6 +103,7 @@ class MetaTools:
         return visible.__contains__
 
     async def search(self, caller: Caller, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        await self.disclosure.look_up(None)
         query, like, category = arguments.get("query"), arguments.get("like"), arguments.get("category")
         limit = arguments.get("limit", 5)
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_RESULTS:
@@ -178,6 +179,7 @@ class MetaTools:
 
     # -- browse ----------------------------------------------------------------------------------------------
     async def browse(self, caller: Caller, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        await self.disclosure.look_up(None)
         category, cursor = arguments.get("category"), arguments.get("cursor")
         keep = self._visible(caller)
         if category is None:

@@ -135,13 +135,17 @@ class EagerMode(_Paged):
     async def call(self, ctx: Context, caller: Caller, params: types.CallToolRequestParams) -> Any:
         s = self.services
         # Nothing is enforced, but what the permission hook hides stays unknown.
+        await s.disclosure.look_up([params.name])
         if not s.disclosure.visible(caller, params.name):
             return (await s.disclosure.not_found_call(caller, params.name)).tool_result()
         return await s.server_call(ctx, params)
 
     async def admits(self, caller: Caller, name: str) -> bool:
         disclosure = self.services.disclosure
-        return name not in disclosure.own_tools and disclosure.visible(caller, name)
+        if name in disclosure.own_tools:
+            return False
+        await disclosure.look_up([name])
+        return disclosure.visible(caller, name)
 
 
 class ProgressiveMode(_Paged):
