@@ -22,6 +22,7 @@ BENCHMARKS = (
     "scale",
     "browse",
     "fastmcp",
+    "memory",
     "hardening",
     "reload",
     "load",

@@ -27,6 +27,7 @@ ORDER = (
     "scale",
     "browse",
     "fastmcp",
+    "memory",
     "hardening",
     "reload",
     "load",
