@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import ctypes
 import itertools
-import json
 import logging
 import os
 import signal
@@ -43,7 +42,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from ._config import UpstreamConfig
-from ._lines import MAX_LINE, OFF_LOOP, LineReader, Oversized, decode, undecodable
+from ._lines import MAX_LINE, OFF_LOOP, LineReader, Oversized, decode, dump, parse, undecodable
 from ._watchdog import group_alive, signal_group
 
 __all__ = ["OnAnswer", "Pending", "StderrLog", "StdioProcess", "Watchdog"]
@@ -65,7 +64,7 @@ _LANE_MARK: Final = _LANE_ID.encode()
 
 def _frame(message: dict[str, Any]) -> bytes:
     """One JSON-RPC message as one line on the pipe."""
-    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+    return dump(message) + b"\n"
 
 
 OnAnswer = Callable[[dict[str, Any] | Exception], None]
@@ -83,13 +82,14 @@ def _resolve(future: asyncio.Future[dict[str, Any]], answer: dict[str, Any] | Ex
 class Pending:
     """One request of the lane on the pipe, until its answer is handed over (at most once)."""
 
-    __slots__ = ("_on_answer", "_process", "expiry", "request_id")
+    __slots__ = ("_on_answer", "_process", "deadline", "request_id", "timeout")
 
-    def __init__(self, process: StdioProcess, request_id: str, on_answer: OnAnswer) -> None:
+    def __init__(self, process: StdioProcess, request_id: str, on_answer: OnAnswer, timeout: float) -> None:
         self._process = process
         self.request_id = request_id
         self._on_answer: OnAnswer | None = on_answer
-        self.expiry: asyncio.TimerHandle | None = None
+        self.timeout = timeout
+        self.deadline = asyncio.get_running_loop().time() + timeout
 
     def answer(self, answer: dict[str, Any] | Exception) -> None:
         on_answer, self._on_answer = self._on_answer, None
@@ -101,8 +101,8 @@ class Pending:
         except Exception:  # called from the pipe's reader: one bad answer must not cost the pipe
             logger.exception("handling the answer to %s failed", self.request_id)
 
-    def expire(self, timeout: float) -> None:
-        self._process._cancel(self.request_id, f"timed out after {timeout:g}s")
+    def expire(self) -> None:
+        self._process._cancel(self.request_id, f"timed out after {self.timeout:g}s")
         self.answer(TimeoutError())
 
     def cancel(self, reason: str) -> None:
@@ -115,8 +115,24 @@ class Pending:
 
     def _forget(self) -> None:
         self._process._waiting.pop(self.request_id, None)
-        if self.expiry is not None:
-            self.expiry.cancel()
+
+
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's own protocol for a subprocess's pipes, with stdout's data offered to `arrived` before it is
+    buffered for the reader: what `arrived` took (it says how many leading bytes) is not buffered."""
+
+    def __init__(self, arrived: Callable[[bytes], int], loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=_READ_CHUNK, loop=loop)
+        self._take = arrived
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        if fd == 1 and isinstance(data, bytes):
+            taken = self._take(data)
+            if taken:
+                if taken == len(data):
+                    return
+                data = data[taken:]
+        super().pipe_data_received(fd, data)
 
 
 class Watchdog:
@@ -248,6 +264,10 @@ class StdioProcess:
         self.stderr = StderrLog(config.name, errlog)
         self._stdin: asyncio.StreamWriter | None = None
         self._waiting: dict[str, Pending] = {}
+        # One timer for every pending request's timeout, set for the earliest deadline (a timer per request, set
+        # and cancelled on each call, cost more than the call's own write).
+        self._expiry: asyncio.TimerHandle | None = None
+        self._idle = False  # the stdout reader waits for input between two lines (`_arrived`)
         self._ids = itertools.count(1)
         self._context: (
             contextlib.AbstractAsyncContextManager[
@@ -284,7 +304,10 @@ class StdioProcess:
     ]:
         config = self.config
         assert config.command is not None
-        proc = await asyncio.create_subprocess_exec(
+        # asyncio.create_subprocess_exec, with a protocol that offers stdout's data to `_arrived` first.
+        loop = asyncio.get_running_loop()
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _Protocol(self._arrived, loop),
             config.command,
             *config.args,
             stdin=subprocess.PIPE,
@@ -295,6 +318,7 @@ class StdioProcess:
             start_new_session=True,
             preexec_fn=_die_with_parent(os.getpid()),
         )
+        proc = asyncio.subprocess.Process(transport, protocol, loop)
         self.pid = proc.pid
         self._stdin = proc.stdin
         self.watchdog.register(proc.pid)
@@ -337,11 +361,27 @@ class StdioProcess:
             stdin.write(_frame({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
         except (BrokenPipeError, ConnectionResetError, RuntimeError) as exc:
             raise ConnectionError(f"the upstream's pipe is closed ({exc})") from None
-        pending = Pending(self, request_id, on_answer)
+        pending = Pending(self, request_id, on_answer, timeout)
         self._waiting[request_id] = pending
-        # A timer rather than a cancel scope: on the hot path, a scope costs more than the write.
-        pending.expiry = asyncio.get_running_loop().call_later(timeout, pending.expire, timeout)
+        # A deadline rather than a cancel scope: on the hot path, a scope costs more than the write.
+        expiry = self._expiry
+        if expiry is None or pending.deadline < expiry.when():
+            self._arm(pending.deadline)
         return pending
+
+    def _arm(self, deadline: float) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+        self._expiry = asyncio.get_running_loop().call_at(deadline, self._expire)
+
+    def _expire(self) -> None:
+        """Time out the requests whose deadline has passed; the timer is set again for the earliest left."""
+        self._expiry = None
+        now = asyncio.get_running_loop().time()
+        for pending in [p for p in self._waiting.values() if p.deadline <= now]:
+            pending.expire()
+        if self._waiting:
+            self._arm(min(p.deadline for p in self._waiting.values()))
 
     async def request(self, method: str, params: dict[str, Any], *, timeout: float) -> dict[str, Any]:
         """`send`, awaited: the response object; raises what `send` would have handed over instead."""
@@ -368,7 +408,7 @@ class StdioProcess:
     def _answered(self, line: bytes) -> bool:
         """True when `line` answers a request of the lane (and hands it over)."""
         try:
-            message = json.loads(line)
+            message = parse(line)
         except (ValueError, RecursionError):
             return False
         request_id = message.get("id") if isinstance(message, dict) else None
@@ -381,13 +421,43 @@ class StdioProcess:
     def _abandon(self) -> None:
         for pending in list(self._waiting.values()):
             pending.answer(ConnectionError("the upstream closed the connection"))
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+
+    def _arrived(self, data: bytes) -> int:
+        """How many leading bytes of `data`, fresh from stdout, were whole answers to requests of the lane, handed
+        over here at once rather than by the reader task a turn of the event loop later (a turn is a good part of
+        the hop's cost). Only while that task waits for input with nothing unread before `data`, so that messages
+        keep their order; the rest of `data` goes to the task."""
+        taken = 0
+        if self._idle and self._waiting and _LANE_MARK in data:
+            while (end := data.find(b"\n", taken)) >= 0 and end - taken < OFF_LOOP:
+                line = data[taken:end]
+                if _LANE_MARK not in line or not self._answered(line):
+                    break
+                taken = end + 1
+        if taken < len(data):
+            self._idle = False  # the task has something to read now
+        return taken
 
     async def _read_stdout(
         self, proc: asyncio.subprocess.Process, sink: MemoryObjectSendStream[SessionMessage | Exception]
     ) -> None:
-        assert proc.stdout is not None
+        stdout = proc.stdout
+        assert stdout is not None
+
+        async def read(size: int) -> bytes:
+            # Whether `_arrived` may take answers while this waits: only between whole lines.
+            self._idle = lines.between_lines
+            try:
+                return await stdout.read(size)
+            finally:
+                self._idle = False
+
+        lines = LineReader(read, limit=self.max_line, chunk=_READ_CHUNK)
         async with sink:
-            async for line in LineReader(proc.stdout.read, limit=self.max_line, chunk=_READ_CHUNK):
+            async for line in lines:
                 if isinstance(line, Oversized):
                     message = self._oversized(line, proc.pid)
                 elif len(line) < OFF_LOOP:
