@@ -96,6 +96,36 @@ def _gateway_pid() -> int:
     raise RuntimeError("gateway process not found")
 
 
+# The process in the middle of each variant (a child of this process), by a mark in its command line.
+_MIDDLE = {"gateway": b"mcp_pd\x00proxy", "relay": RELAY.name.encode(), "fastmcp": RIVAL.name.encode()}
+
+
+def _middle_pids() -> dict[str, int]:
+    me, found = os.getpid(), {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == me:
+            found.update({variant: int(entry) for variant, mark in _MIDDLE.items() if mark in cmdline})
+    return found
+
+
+def _cpu_ns(pid: int) -> int:
+    """Time on a CPU of all of `pid`'s threads, in ns (/proc schedstat): unlike wall time, barely moved by load."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
 def _tree_rss_mb(root: int) -> float:
     # The watchdog runs in its own session but is the gateway's child, so it is counted too.
     return round(sum(rss_mb(pid) for pid in _tree(root)), 1)
@@ -129,6 +159,8 @@ async def _overhead(npm: dict[str, Path], iterations: int, scratch: Path) -> dic
             for _ in range(max(20, iterations // 10)):  # warm-up
                 for client in clients.values():
                     await client.call_tool(tool, arguments)
+            middle = _middle_pids()
+            cpu_before = {variant: _cpu_ns(pid) for variant, pid in middle.items()}
             rng = random.Random(9)
             for _ in range(iterations):
                 order = list(clients)
@@ -139,12 +171,15 @@ async def _overhead(npm: dict[str, Path], iterations: int, scratch: Path) -> dic
                     samples[variant].append(time.perf_counter() - t0)
                     if result.is_error:
                         raise RuntimeError(f"{variant} {tool} failed: {result.content}")
+            cpu = {v: round((_cpu_ns(pid) - cpu_before[v]) / iterations / 1e3, 1) for v, pid in middle.items()}
         results[name] = {
             "tool": tool,
             "direct": summarize(samples["direct"]),
             "gateway": summarize(samples["gateway"]),
             "ratio": ratio(samples["gateway"], samples["direct"]),
             "added_p50_ms": round((percentile(samples["gateway"], 50) - percentile(samples["direct"], 50)) * 1e3, 4),
+            # CPU time per call of the process in the middle (gateway, relay, FastMCP's proxy).
+            "middle_cpu_us_per_call": cpu,
         }
         line = (
             f"  {name}: direct p50 {results[name]['direct']['p50_ms']} ms, gateway p50 "
@@ -152,7 +187,7 @@ async def _overhead(npm: dict[str, Path], iterations: int, scratch: Path) -> dic
         )
         results[name]["relay"] = summarize(samples["relay"])
         results[name]["relay_ratio"] = ratio(samples["relay"], samples["direct"])
-        line += f"; bare relay ratio {results[name]['relay_ratio']['p50']}"
+        line += f"; bare relay ratio {results[name]['relay_ratio']['p50']}; CPU us/call in the middle {cpu}"
         if "fastmcp" in samples:
             results[name]["fastmcp"] = summarize(samples["fastmcp"])
             results[name]["fastmcp_ratio"] = ratio(samples["fastmcp"], samples["direct"])
@@ -241,7 +276,9 @@ async def run(quick: bool, out: Path | None) -> Recorder:
     recorder.method = [
         f"Overhead: {iterations} authorized tools/call per variant over stdio after a warm-up; direct, through the "
         "gateway, through a bare line relay and (with the bench extra) through FastMCP's create_proxy, all open at "
-        "once, shuffled order each iteration; ratio = variant p50 / direct p50 (bootstrap 95% CI).",
+        "once, shuffled order each iteration; ratio = variant p50 / direct p50 (bootstrap 95% CI); "
+        "middle_cpu_us_per_call = CPU time (/proc schedstat) of the process in the middle per call over the timed "
+        "iterations, the figure load moves least.",
         f"Start-up: 10 npm memory servers; {rounds} round(s) per variant; time from spawning the gateway to the "
         "client's tools/list answer; RSS of the gateway's process tree (gateway, watchdog, upstreams) then.",
         'Tokens: the gateway\'s tools/list ({"tools": [...]}, compact JSON) for memory + everything + filesystem, '

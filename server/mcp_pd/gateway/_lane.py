@@ -29,6 +29,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp_pd import Caller, ProgressiveDisclosure
 from mcp_pd._selectors import selections
 
+from ._lines import dump, parse
 from ._process import Pending
 from ._server import Gateway, hop_key
 
@@ -81,7 +82,7 @@ class StdioLane:
         if self.caller is None or self._out is None or (_CALL not in line and _CANCELLED not in line):
             return False
         try:
-            message = json.loads(line)
+            message = parse(line)
         except ValueError:
             return False
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -183,7 +184,7 @@ class StdioLane:
 
 
 def _line(request_id: int | str, body: bytes) -> bytes:
-    return b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode() + body + b"}\n"
+    return b'{"jsonrpc":"2.0","id":' + dump(request_id) + body + b"}\n"
 
 
 def _answer(request_id: int | str, result: types.CallToolResult) -> bytes:

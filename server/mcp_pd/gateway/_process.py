@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import ctypes
 import itertools
-import json
 import logging
 import os
 import signal
@@ -43,7 +42,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from ._config import UpstreamConfig
-from ._lines import MAX_LINE, OFF_LOOP, LineReader, Oversized, decode, undecodable
+from ._lines import MAX_LINE, OFF_LOOP, LineReader, Oversized, decode, dump, parse, undecodable
 from ._watchdog import group_alive, signal_group
 
 __all__ = ["OnAnswer", "Pending", "StderrLog", "StdioProcess", "Watchdog"]
@@ -65,7 +64,7 @@ _LANE_MARK: Final = _LANE_ID.encode()
 
 def _frame(message: dict[str, Any]) -> bytes:
     """One JSON-RPC message as one line on the pipe."""
-    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+    return dump(message) + b"\n"
 
 
 OnAnswer = Callable[[dict[str, Any] | Exception], None]
@@ -83,13 +82,14 @@ def _resolve(future: asyncio.Future[dict[str, Any]], answer: dict[str, Any] | Ex
 class Pending:
     """One request of the lane on the pipe, until its answer is handed over (at most once)."""
 
-    __slots__ = ("_on_answer", "_process", "expiry", "request_id")
+    __slots__ = ("_on_answer", "_process", "deadline", "request_id", "timeout")
 
-    def __init__(self, process: StdioProcess, request_id: str, on_answer: OnAnswer) -> None:
+    def __init__(self, process: StdioProcess, request_id: str, on_answer: OnAnswer, timeout: float) -> None:
         self._process = process
         self.request_id = request_id
         self._on_answer: OnAnswer | None = on_answer
-        self.expiry: asyncio.TimerHandle | None = None
+        self.timeout = timeout
+        self.deadline = asyncio.get_running_loop().time() + timeout
 
     def answer(self, answer: dict[str, Any] | Exception) -> None:
         on_answer, self._on_answer = self._on_answer, None
@@ -101,8 +101,8 @@ class Pending:
         except Exception:  # called from the pipe's reader: one bad answer must not cost the pipe
             logger.exception("handling the answer to %s failed", self.request_id)
 
-    def expire(self, timeout: float) -> None:
-        self._process._cancel(self.request_id, f"timed out after {timeout:g}s")
+    def expire(self) -> None:
+        self._process._cancel(self.request_id, f"timed out after {self.timeout:g}s")
         self.answer(TimeoutError())
 
     def cancel(self, reason: str) -> None:
@@ -115,8 +115,90 @@ class Pending:
 
     def _forget(self) -> None:
         self._process._waiting.pop(self.request_id, None)
-        if self.expiry is not None:
-            self.expiry.cancel()
+
+
+class _InFlight:
+    """The lane's requests on one pipe until answered: by id, with one timer for all their deadlines (one set and
+    cancelled per call cost more than the call's own write), and answers taken as they arrive (`arrived`)."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, Pending] = {}
+        self.idle = False  # the stdout reader waits for input between two lines
+        self._expiry: asyncio.TimerHandle | None = None
+
+    def add(self, pending: Pending) -> None:
+        self.waiting[pending.request_id] = pending
+        if self._expiry is None or pending.deadline < self._expiry.when():
+            self._arm(pending.deadline)
+
+    def _arm(self, deadline: float) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+        self._expiry = asyncio.get_running_loop().call_at(deadline, self._expire)
+
+    def _expire(self) -> None:
+        """Time out the requests whose deadline has passed; the timer is set again for the earliest left."""
+        self._expiry = None
+        now = asyncio.get_running_loop().time()
+        for pending in [p for p in self.waiting.values() if p.deadline <= now]:
+            pending.expire()
+        if self.waiting:
+            self._arm(min(p.deadline for p in self.waiting.values()))
+
+    def answered(self, line: bytes) -> bool:
+        """True when `line` answers a request of the lane (and hands it over)."""
+        try:
+            message = parse(line)
+        except (ValueError, RecursionError):
+            return False
+        request_id = message.get("id") if isinstance(message, dict) else None
+        pending = self.waiting.get(request_id) if isinstance(request_id, str) else None
+        if pending is None or not ("result" in message or "error" in message):
+            return False
+        pending.answer(message)
+        return True
+
+    def arrived(self, data: bytes) -> int:
+        """How many leading bytes of `data`, fresh from stdout, were whole answers to requests of the lane, handed
+        over here at once rather than by the reader task a turn of the event loop later (a turn is a good part of
+        the hop's cost). Only while that task waits for input with nothing unread before `data`, so that messages
+        keep their order; the rest of `data` goes to the task."""
+        taken = 0
+        if self.idle and self.waiting and _LANE_MARK in data:
+            while (end := data.find(b"\n", taken)) >= 0 and end - taken < OFF_LOOP:
+                line = data[taken:end]
+                if _LANE_MARK not in line or not self.answered(line):
+                    break
+                taken = end + 1
+        if taken < len(data):
+            self.idle = False  # the task has something to read now
+        return taken
+
+    def abandon(self) -> None:
+        """The pipe closed: every request left fails now."""
+        for pending in list(self.waiting.values()):
+            pending.answer(ConnectionError("the upstream closed the connection"))
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+
+
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's own protocol for a subprocess's pipes, with stdout's data offered to `arrived` before it is
+    buffered for the reader: what `arrived` took (it says how many leading bytes) is not buffered."""
+
+    def __init__(self, arrived: Callable[[bytes], int], loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=_READ_CHUNK, loop=loop)
+        self._take = arrived
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        if fd == 1 and isinstance(data, bytes):
+            taken = self._take(data)
+            if taken:
+                if taken == len(data):
+                    return
+                data = data[taken:]
+        super().pipe_data_received(fd, data)
 
 
 class Watchdog:
@@ -247,7 +329,8 @@ class StdioProcess:
         self.fault: str | None = None  # why the gateway stopped it, when it did so for something it wrote
         self.stderr = StderrLog(config.name, errlog)
         self._stdin: asyncio.StreamWriter | None = None
-        self._waiting: dict[str, Pending] = {}
+        self._in_flight = _InFlight()
+        self._waiting = self._in_flight.waiting
         self._ids = itertools.count(1)
         self._context: (
             contextlib.AbstractAsyncContextManager[
@@ -284,7 +367,10 @@ class StdioProcess:
     ]:
         config = self.config
         assert config.command is not None
-        proc = await asyncio.create_subprocess_exec(
+        # asyncio.create_subprocess_exec, with a protocol that offers stdout's data to `_InFlight.arrived` first.
+        loop = asyncio.get_running_loop()
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _Protocol(self._in_flight.arrived, loop),
             config.command,
             *config.args,
             stdin=subprocess.PIPE,
@@ -295,6 +381,7 @@ class StdioProcess:
             start_new_session=True,
             preexec_fn=_die_with_parent(os.getpid()),
         )
+        proc = asyncio.subprocess.Process(transport, protocol, loop)
         self.pid = proc.pid
         self._stdin = proc.stdin
         self.watchdog.register(proc.pid)
@@ -315,7 +402,7 @@ class StdioProcess:
                     tg.cancel_scope.cancel()
         finally:
             self._stdin = None
-            self._abandon()
+            self._in_flight.abandon()
             for stream in (read_writer, read_stream, write_stream, write_reader):
                 stream.close()
             self.watchdog.unregister(proc.pid)
@@ -337,10 +424,8 @@ class StdioProcess:
             stdin.write(_frame({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
         except (BrokenPipeError, ConnectionResetError, RuntimeError) as exc:
             raise ConnectionError(f"the upstream's pipe is closed ({exc})") from None
-        pending = Pending(self, request_id, on_answer)
-        self._waiting[request_id] = pending
-        # A timer rather than a cancel scope: on the hot path, a scope costs more than the write.
-        pending.expiry = asyncio.get_running_loop().call_later(timeout, pending.expire, timeout)
+        pending = Pending(self, request_id, on_answer, timeout)
+        self._in_flight.add(pending)
         return pending
 
     async def request(self, method: str, params: dict[str, Any], *, timeout: float) -> dict[str, Any]:
@@ -365,33 +450,27 @@ class StdioProcess:
         with contextlib.suppress(OSError, RuntimeError):
             stdin.write(_frame(note))
 
-    def _answered(self, line: bytes) -> bool:
-        """True when `line` answers a request of the lane (and hands it over)."""
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError):
-            return False
-        request_id = message.get("id") if isinstance(message, dict) else None
-        pending = self._waiting.get(request_id) if isinstance(request_id, str) else None
-        if pending is None or not ("result" in message or "error" in message):
-            return False
-        pending.answer(message)
-        return True
-
-    def _abandon(self) -> None:
-        for pending in list(self._waiting.values()):
-            pending.answer(ConnectionError("the upstream closed the connection"))
-
     async def _read_stdout(
         self, proc: asyncio.subprocess.Process, sink: MemoryObjectSendStream[SessionMessage | Exception]
     ) -> None:
-        assert proc.stdout is not None
+        stdout = proc.stdout
+        assert stdout is not None
+
+        async def read(size: int) -> bytes:
+            # Whether answers may be taken as they arrive while this waits: only between whole lines.
+            self._in_flight.idle = lines.between_lines
+            try:
+                return await stdout.read(size)
+            finally:
+                self._in_flight.idle = False
+
+        lines = LineReader(read, limit=self.max_line, chunk=_READ_CHUNK)
         async with sink:
-            async for line in LineReader(proc.stdout.read, limit=self.max_line, chunk=_READ_CHUNK):
+            async for line in lines:
                 if isinstance(line, Oversized):
                     message = self._oversized(line, proc.pid)
                 elif len(line) < OFF_LOOP:
-                    if self._waiting and _LANE_MARK in line and self._answered(line):
+                    if self._waiting and _LANE_MARK in line and self._in_flight.answered(line):
                         continue
                     message = self._parse(line) if line.strip() else None
                 else:
@@ -401,7 +480,7 @@ class StdioProcess:
                         await sink.send(message)
                     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
                         return
-        self._abandon()  # EOF: nothing more will be answered
+        self._in_flight.abandon()  # EOF: nothing more will be answered
 
     def _parse(self, line: bytes) -> SessionMessage | None:
         try:
@@ -410,8 +489,8 @@ class StdioProcess:
             return self._unreadable(line)
 
     async def _parse_big(self, line: bytes) -> SessionMessage | None:
-        """`_answered` or `_parse` for a line of `OFF_LOOP` bytes or more: decoded in a worker thread (the reader
-        waits for it, so the order holds), then only validated here, which costs little next to decoding."""
+        """`_InFlight.answered` or `_parse` for a line of `OFF_LOOP` bytes or more: decoded in a worker thread (the
+        reader waits for it, so the order holds), then only validated here, which costs little next to decoding."""
         try:
             message = await decode(line)
         except (ValueError, RecursionError):
