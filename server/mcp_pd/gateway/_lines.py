@@ -37,6 +37,7 @@ __all__ = [
     "dump",
     "frame",
     "megabytes",
+    "mend",
     "parse",
     "undecodable",
 ]
@@ -202,7 +203,7 @@ def parse(line: bytes) -> Any:
     try:
         return from_json(line)
     except ValueError:
-        return json.loads(line)
+        return mend(json.loads(line), line)
 
 
 def dump(message: Any) -> bytes:
@@ -219,5 +220,36 @@ async def decode(line: bytes) -> Any:
     """`json.loads(line)`, in a worker thread and in slices for a line of `OFF_LOOP` bytes or more. Raises
     ValueError."""
     if len(line) < OFF_LOOP:
-        return json.loads(line)
-    return await anyio.to_thread.run_sync(loads, line)
+        return mend(json.loads(line), line)
+    return mend(await anyio.to_thread.run_sync(loads, line), line)
+
+
+# A JSON escape of a surrogate code unit: only a line that has one can hold a lone surrogate once read.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def mend(value: Any, line: bytes) -> Any:
+    """`value` read from `line`, with every lone surrogate (JSON's "\\ud800" alone, which no UTF-8 writer can
+    write: the SDK's transports fail on it) made U+FFFD, in place; the line is searched first, so a line without
+    such an escape costs one scan of its bytes."""
+    if _SURROGATE_ESCAPE.search(line) is None:
+        return value
+    if isinstance(value, str):
+        return _mended(value)
+    stack = [value]
+    while stack:  # iterative: a value json could read may be nested deeper than this function could recurse
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, item in list(items):
+            if isinstance(item, str):
+                node[key] = _mended(item)
+            elif isinstance(item, dict | list):
+                stack.append(item)
+        if isinstance(node, dict) and any(isinstance(k, str) and _mended(k) != k for k in node):
+            for key in [k for k in node if _mended(k) != k]:
+                node[_mended(key)] = node.pop(key)
+    return value
+
+
+def _mended(text: str) -> str:
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

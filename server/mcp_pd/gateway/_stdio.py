@@ -27,6 +27,7 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
+from pydantic_core import PydanticSerializationError
 
 from ._lines import MAX_LINE, OFF_LOOP, LineReader, Oversized
 
@@ -155,8 +156,14 @@ async def _oversized(line: Oversized, out: _Writer) -> SessionMessage | None:
 async def _write(source: MemoryObjectReceiveStream[SessionMessage], out: _Writer) -> None:
     async with source:
         async for message in source:
-            data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-            await out.line(data.encode() + b"\n")
+            try:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+            except PydanticSerializationError:
+                # A lone surrogate (JSON's "\ud800", which an upstream may send) has no UTF-8: written escaped, as
+                # json writes it, rather than ending the gateway.
+                value = message.message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+                data = json.dumps(value, separators=(",", ":")).encode()
+            await out.line(data + b"\n")
 
 
 @asynccontextmanager
