@@ -341,6 +341,8 @@ def _finish(report: Report, rec: Recorder, wanted: list[CheckSpec], options: Opt
         else "no MCP connection (see connection/handshake)"
     )
     for spec in wanted:
+        if spec.per_era:
+            rec.spread(spec.id, options.eras)
         for era in options.eras if spec.per_era else (None,):
             if not rec.has(spec.id, era):
                 rec.skip(spec.id, reason, era=era)
