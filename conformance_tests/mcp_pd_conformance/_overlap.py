@@ -21,7 +21,7 @@ from ._grants import GrantsSession
 from ._probe import ConnectFailure, Exchange, Held, Peer, Pool, Target
 from ._record import Recorder
 
-__all__ = ["OVERLAPPING_READS", "overlapping_reads"]
+__all__ = ["OVERLAPPING_READS", "overlapping_reads", "sessions_needed"]
 
 # Reads in flight at once in one session: each safe tool's read repeated so, with an unknown name's read among them.
 OVERLAPPING_READS = 24
@@ -62,6 +62,14 @@ async def overlapping_reads(
     assert disc.base is not None
     await _one_session(pool, target, g, rec, disc, disc.base)
     await _two_sessions(pool, target, g, rec, disc.base)
+
+
+def sessions_needed(g: GrantsSession | None, disc: Discovery) -> int:
+    """How many fresh sessions `overlapping_reads` opens (one for the reads in one session, two for two sessions)."""
+    if _cannot(g, disc):
+        return 0
+    assert g is not None
+    return 3 if len(g.tools) >= 2 else 1
 
 
 def _cannot(g: GrantsSession | None, disc: Discovery) -> str:
@@ -120,7 +128,7 @@ async def _two_sessions(pool: Pool, target: Target, g: GrantsSession, rec: Recor
         rec.skip(SESSIONS, "one safe tool only: two sessions need a tool each")
         return
     mine, theirs = g.tools[0], g.tools[1]
-    a, b = await _open(pool, target, g), await _open(pool, target, g)
+    a, b = await _open(pool, target, g), await _open(pool, target, g)  # warm at once over stdio (see _warming)
     held = [h for h in (a, b) if not isinstance(h, str)]
     try:
         if isinstance(a, str) or isinstance(b, str):

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import tempfile
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -443,12 +444,33 @@ class Held:
         await self._closed.wait()
 
 
+class _Opening:
+    """A session being opened by its own task: `held()` waits until it is up (or raises its ConnectFailure)."""
+
+    def __init__(self) -> None:
+        self.ready, self.release, self.closed = anyio.Event(), anyio.Event(), anyio.Event()
+        self.peer: Peer | None = None
+        self.error: ConnectFailure | None = None
+
+    async def held(self) -> Held:
+        await self.ready.wait()
+        if self.error is not None:
+            raise self.error
+        assert self.peer is not None
+        return Held(self.peer, self.release, self.closed)
+
+
 class Pool:
-    """Opens sessions, each held by a task of one task group; `async with Pool() as pool: await pool.open(...)`."""
+    """Opens sessions, each held by a task of one task group; `async with Pool() as pool: await pool.open(...)`.
+
+    Over stdio every session is a server process of its own, and starting one (the interpreter and the SDK's
+    imports) is most of what a session costs: `warm` starts the processes a scenario is about to need all at once,
+    and `open` hands them out in order."""
 
     def __init__(self) -> None:
         self._tg: TaskGroup | None = None
         self._releases: list[anyio.Event] = []
+        self._warm: dict[tuple[int, Mode], deque[_Opening]] = {}
         self.reads: list[Exchange] = []  # every resources/read sent through any session of the pool
         self.routes: dict[str, str] = {}  # see Peer.routes; filled once the catalog is known
 
@@ -463,27 +485,39 @@ class Pool:
         assert self._tg is not None
         return await self._tg.__aexit__(*exc)  # type: ignore[arg-type]
 
-    async def open(self, target: Target, mode: Mode) -> Held:
-        """A new session on `target`; raises ConnectFailure."""
+    def warm(self, target: Target, mode: Mode, count: int = 1) -> None:
+        """Start `count` sessions of `mode` now, for the next `open`s of that mode. Stdio only: there a process
+        started early is the same server as one started when asked (nothing shared, nothing sent until used); over
+        HTTP an early session would be one the server sees, so HTTP sessions are opened only when asked for. A warm
+        session nobody takes ends with the pool."""
+        if target.stdio is None:
+            return
+        queue = self._warm.setdefault((id(target), mode), deque())
+        queue.extend(self._start(target, mode) for _ in range(count))
+
+    async def open(self, target: Target, mode: Mode, *, fresh: bool = False) -> Held:
+        """A new session on `target` (a warm one if there is one, unless `fresh`: a process started now, for a
+        session that must begin after something else ended); raises ConnectFailure."""
+        queue = self._warm.get((id(target), mode))
+        opening = queue.popleft() if queue and not fresh else self._start(target, mode)
+        return await opening.held()
+
+    def _start(self, target: Target, mode: Mode) -> _Opening:
         assert self._tg is not None, "use the pool in async with"
-        ready, release, closed = anyio.Event(), anyio.Event(), anyio.Event()
-        self._releases.append(release)
-        box: dict[str, Any] = {}
+        opening = _Opening()
+        self._releases.append(opening.release)
 
         async def hold() -> None:
             try:
                 async with connect(target, mode, self.reads, self.routes) as peer:
-                    box["peer"] = peer
-                    ready.set()
-                    await release.wait()
+                    opening.peer = peer
+                    opening.ready.set()
+                    await opening.release.wait()
             except ConnectFailure as exc:
-                box["error"] = exc
+                opening.error = exc
             finally:
-                ready.set()
-                closed.set()
+                opening.ready.set()
+                opening.closed.set()
 
         self._tg.start_soon(hold)
-        await ready.wait()
-        if "error" in box:
-            raise box["error"]
-        return Held(box["peer"], release, closed)
+        return opening

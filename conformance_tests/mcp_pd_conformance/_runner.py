@@ -40,6 +40,7 @@ from ._sessions import (
 )
 from ._spec import CHECKS, ERAS, PER_ERA_SCENARIOS, PROFILES, CheckSpec, Era
 from ._unsafe import unsafe_tools_gated
+from ._warming import warm_first_sessions, warm_grant_sessions
 
 __all__ = ["ERAS", "Options", "profile_problem", "run_suite", "select_checks"]
 
@@ -199,6 +200,7 @@ async def _scenarios(
         if options.call_tool is None:
             await learn_hints(peer, disc)
         pick_probe(disc, options.call_tool, options.call_args)
+        warm_first_sessions(pool, target, options.eras, scenarios, disc, held_mode, ledger)
         for era in options.eras:
             if era == "legacy" and not scenarios & PER_ERA_SCENARIOS:
                 continue
@@ -278,6 +280,7 @@ async def _scenarios(
     await finish_sessionless(pinned, rec, disc)
     if grants is not None:
         say("grants")
+        warm_grant_sessions(pool, target, grants, disc)
         await finish_grants(pool, target, grants, rec, disc, options.grant_hold)
     if "grants" in scenarios:
         await unsafe_tools_gated(pool, target, held_mode, rec, disc, grants, allow=options.allow_side_effects)

@@ -346,6 +346,8 @@ async def finish_era(
         if safe is None or base is None:
             _skip_era(rec, era, disc.safe_reason)
             return
+        if session.gate is not None:
+            pool.warm(target, session.mode)  # session B, started while session A's grant is shown to last (stdio)
         if not await _fetch_then_call(a.peer, rec, base, safe, session):
             return
         if session.gate is None:
@@ -497,7 +499,7 @@ async def _session_end(
 ) -> None:
     era = session.era
     try:
-        c = await pool.open(target, session.mode)
+        c = await pool.open(target, session.mode, fresh=True)  # begun after session A ended, never a warm one
     except ConnectFailure as exc:
         rec.skip("session-end/new-session-refused", f"could not open a new session: {exc.message}", era=era)
         return
