@@ -73,6 +73,7 @@ def _lines(report: Report, check_id: str) -> list[str]:
     "PDX-PARSE-01",
     "PDX-PARSE-02",
     "PDX-PARSE-03",
+    "PDX-SUITE-01",
 )
 @pytest.mark.parametrize("check_id", CORE)
 def test_check(check_id: str, pd_report: Report) -> None:

@@ -47,6 +47,16 @@ HOW: Final[dict[str, tuple[Kind, str]]] = {
         "hand",
         "needs a deployment and a token; tests/oauth/test_gateway_oauth.py runs it against the gateway with one",
     ),
+    "MCP_TOKEN=... ./dev mcp-pd check --url https://mcp.example.com/mcp --bearer-env MCP_TOKEN": (
+        "hand",
+        "needs a deployment and its token; tests/conformance/test_suite_credentials.py runs --bearer-env against "
+        "mcp-pd serve --bearer-tokens",
+    ),
+    './dev mcp-pd check --url http://127.0.0.1:8000/mcp --header "X-Team: search" --header-env "X-Api-Key=API_KEY"': (
+        "hand",
+        "needs a server that wants these headers; tests/conformance/test_suite_credentials.py runs --header and "
+        "--header-env against mcp-pd serve --bearer-tokens",
+    ),
     "./dev serve": ("stdio", ""),
     "./dev serve --transport http --port 8000 --bearer-tokens tokens.json": ("inspector", ""),
     'npx -y @modelcontextprotocol/inspector@2 --cli http://127.0.0.1:8000/mcp --header "Authorization: Bearer $TOKEN" '

@@ -1,19 +1,22 @@
-"""The size limits that keep one concept per module in server/mcp_pd (issue 20): a module that outgrows them is
-holding a second concept that wants its own home; and imports run one way (the floors of docs/architecture.md)."""
+"""The size limits that keep one concept per module in server/mcp_pd (issue 20) and in the conformance suite
+(issue 42): a module that outgrows them is holding a second concept that wants its own home; and imports run one
+way (the floors of docs/architecture.md)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "server" / "mcp_pd"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "server" / "mcp_pd"
+SUITE = ROOT / "conformance_tests" / "mcp_pd_conformance"
 MODULE_LINES = 700
 EXTENSION_LINES = 405  # SDK glue only: validation, install(), the handler table (docs/architecture.md: why 405)
 CLASS_LINES = 350
 
 
-def _modules() -> list[Path]:
-    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+def _modules(package: Path = PACKAGE) -> list[Path]:
+    return sorted(p for p in package.rglob("*.py") if "__pycache__" not in p.parts)
 
 
 def test_no_module_outgrows_its_concept() -> None:
@@ -23,15 +26,23 @@ def test_no_module_outgrows_its_concept() -> None:
     assert sizes["_extension.py"] <= EXTENSION_LINES
 
 
+def test_no_suite_module_outgrows_its_concept() -> None:
+    """The suite keeps the library's rule: one family of checks per module (issue 42)."""
+    sizes = {p.relative_to(SUITE).as_posix(): len(p.read_text().splitlines()) for p in _modules(SUITE)}
+    assert len(sizes) > 25
+    assert {m: n for m, n in sizes.items() if n > MODULE_LINES} == {}
+
+
 def test_no_class_outgrows_its_concept() -> None:
     big = {}
-    for path in _modules():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ClassDef):
-                assert node.end_lineno is not None
-                lines = node.end_lineno - node.lineno + 1
-                if lines > CLASS_LINES:
-                    big[f"{path.relative_to(PACKAGE).as_posix()}:{node.name}"] = lines
+    for package in (PACKAGE, SUITE):
+        for path in _modules(package):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ClassDef):
+                    assert node.end_lineno is not None
+                    lines = node.end_lineno - node.lineno + 1
+                    if lines > CLASS_LINES:
+                        big[f"{path.relative_to(ROOT).as_posix()}:{node.name}"] = lines
     assert big == {}
 
 

@@ -42,7 +42,8 @@ exit codes:
   1  one or more MUST checks failed, an --expected-failures entry is STALE (now passes),
      or --strict and a SHOULD check warned or the gate was not verified
   2  usage error (bad option, unknown check ID, unreadable expected-failures file)
-  3  the server could not be started or reached
+  3  the server could not be started or reached, or it refused the credentials (HTTP 401 or 403: the report
+     shows the status and the WWW-Authenticate challenge)
 
 the gate (spec 5.1), shown by calls:
   that unfetched calls are refused with TOOL_DESCRIPTION_REQUIRED, and that a fetch authorizes the call.
@@ -58,6 +59,8 @@ examples:
   mcp-pd check --url http://127.0.0.1:8000/mcp --era legacy --json report.json
   mcp-pd check --stdio "node server.js" --call-tool get_status --args '{}' --skip sessionless
   mcp-pd check --stdio "python -m mcp_pd serve --mode catalog" --profile catalog,tool-fallback
+  MCP_TOKEN=... mcp-pd check --url https://mcp.example.com/mcp --bearer-env MCP_TOKEN
+  mcp-pd check --url http://127.0.0.1:8000/mcp --header "X-Team: search" --header-env "X-Api-Key=API_KEY"
 
 profiles (optional; without --profile only the core runs):
 """
@@ -106,6 +109,26 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--stdio", metavar="COMMAND", help='server command line, started over stdio ("python -m x")')
     where.add_argument("--url", metavar="URL", help="Streamable HTTP endpoint, e.g. http://127.0.0.1:8000/mcp")
     p.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="with --url: an HTTP header sent with every request (repeatable); for secrets prefer --bearer-env or "
+        "--header-env, which keep the value out of the shell history and the process list",
+    )
+    p.add_argument(
+        "--header-env",
+        action="append",
+        default=[],
+        metavar="NAME=VAR",
+        help="with --url: the header NAME, its value read from the environment variable VAR (repeatable)",
+    )
+    p.add_argument(
+        "--bearer-env",
+        metavar="VAR",
+        help="with --url: send Authorization: Bearer <the value of the environment variable VAR>",
+    )
+    p.add_argument(
         "--era",
         choices=(*ERAS, "both"),
         default="both",
@@ -147,31 +170,12 @@ def _parser() -> argparse.ArgumentParser:
         help="grants/unsafe-tools-gated may call a tool that is not read-only and takes no constrained argument "
         "unfetched, with {} (it runs if the server does not gate it); default: such tools are left unchecked",
     )
-    p.add_argument(
-        "--header",
-        action="append",
-        default=[],
-        metavar="'NAME: VALUE'",
-        help="with --url: an HTTP header sent with every request (repeatable), e.g. "
-        "'Authorization: Bearer TOKEN' for a server that needs a token",
-    )
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per request (default 30)")
     p.add_argument("--no-color", action="store_true", help="no ANSI colours (default: colours on a terminal)")
     p.add_argument("-q", "--quiet", action="store_true", help="report problems only, no progress")
     p.add_argument("-v", "--verbose", action="store_true", help="show every exchange and the SDK's log")
     p.add_argument("--list-checks", action="store_true", help="list scenarios, checks and requirements, then exit")
     return p
-
-
-def _headers(values: list[str]) -> tuple[tuple[str, str], ...]:
-    """`--header 'NAME: VALUE'` values; a usage error naming the one that is not a header."""
-    headers = []
-    for value in values:
-        name, sep, content = value.partition(":")
-        if not sep or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name.strip()) or not content.strip():
-            raise _UsageError(f"mcp-pd check: --header {value.split(':')[0]!r}...: give 'NAME: VALUE'")
-        headers.append((name.strip(), content.strip()))
-    return tuple(headers)
 
 
 def _split(value: str | None) -> tuple[str, ...]:
@@ -216,6 +220,54 @@ class _Progress:
             self.stream.flush()
 
 
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP header name (RFC 9110 token)
+
+
+def _header(name: str, value: str, source: str) -> tuple[str, str]:
+    """One checked header; the error names the header and where it came from, never the value."""
+    name, value = name.strip(), value.strip()
+    if source == "--header" and (not _TOKEN.fullmatch(name) or not value):
+        raise _UsageError(f"mcp-pd check: --header {name!r}...: give 'NAME: VALUE'")
+    if not _TOKEN.fullmatch(name):
+        raise _UsageError(f"mcp-pd check: {source}: {name!r} is not an HTTP header name")
+    if not value:
+        raise _UsageError(f"mcp-pd check: {source}: the value of {name} is empty")
+    if any(c in value for c in "\r\n\0"):
+        raise _UsageError(f"mcp-pd check: {source}: the value of {name} holds a line break or NUL")
+    return name, value
+
+
+def _from_env(variable: str, source: str) -> str:
+    value = os.environ.get(variable)
+    if not value:
+        state = "is empty" if value == "" else "is not set"
+        raise _UsageError(f"mcp-pd check: {source}: the environment variable {variable} {state}")
+    return value
+
+
+def _headers(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """--header "NAME: VALUE", --header-env NAME=VAR and --bearer-env VAR, in that order."""
+    headers = []
+    for given in args.header:
+        name, colon, value = given.partition(":")
+        if not colon:
+            raise _UsageError(f"mcp-pd check: --header {name.strip()!r}...: give 'NAME: VALUE'")
+        headers.append(_header(name, value, "--header"))
+    for given in args.header_env:
+        name, equals, variable = given.partition("=")
+        if not equals or not variable.strip():
+            raise _UsageError(f"mcp-pd check: --header-env {given!r}: write it as NAME=VARIABLE")
+        headers.append(_header(name, _from_env(variable.strip(), "--header-env"), "--header-env"))
+    if args.bearer_env:
+        token = _from_env(args.bearer_env, "--bearer-env")
+        headers.append(_header("Authorization", f"Bearer {token}", "--bearer-env"))
+    names = [name.lower() for name, _ in headers]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise _UsageError(f"mcp-pd check: the header {', '.join(twice)} is given more than once")
+    return tuple(headers)
+
+
 def _options(args: argparse.Namespace, started: float) -> Options:
     from ._probe import Target  # the SDK: only once the arguments are known
     from ._runner import Options, profile_problem
@@ -236,6 +288,19 @@ def _options(args: argparse.Namespace, started: float) -> Options:
             raise _UsageError(f"mcp-pd check: --args is not JSON: {exc}") from None
         if not isinstance(call_args, dict):
             raise _UsageError("mcp-pd check: --args must be a JSON object")
+    given = [
+        flag
+        for flag, value in (
+            ("--header", args.header),
+            ("--header-env", args.header_env),
+            ("--bearer-env", args.bearer_env),
+        )
+        if value
+    ]
+    if args.stdio is not None and given:
+        raise _UsageError(
+            f"mcp-pd check: {' and '.join(given)} {'applies' if len(given) == 1 else 'apply'} to --url only"
+        )
     if args.stdio is not None:
         try:
             argv = tuple(shlex.split(args.stdio))
@@ -243,13 +308,11 @@ def _options(args: argparse.Namespace, started: float) -> Options:
             raise _UsageError(f"mcp-pd check: cannot parse --stdio: {exc}") from None
         if not argv:
             raise _UsageError("mcp-pd check: --stdio is empty")
-        if args.header:
-            raise _UsageError("mcp-pd check: --header applies to --url only")
         target = Target(stdio=argv, timeout=args.timeout)
     else:
         if not args.url.startswith(("http://", "https://")):
             raise _UsageError("mcp-pd check: --url must be an http:// or https:// URL")
-        target = Target(url=args.url, timeout=args.timeout, headers=_headers(args.header))
+        target = Target(url=args.url, timeout=args.timeout, headers=_headers(args))
     eras: tuple[Era, ...] = ERAS if args.era == "both" else (args.era,)
     only, skip = _split(args.only), _split(args.skip)
     profiles = tuple(dict.fromkeys(name for value in args.profile or () for name in _split(value)))

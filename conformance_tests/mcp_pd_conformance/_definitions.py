@@ -21,7 +21,7 @@ import jsonschema
 from jsonschema.exceptions import SchemaError
 
 from ._checks import Discovery, selection_uri
-from ._documents import base_uri, read_body
+from ._documents import base_uri, read_body, schema_identity
 from ._probe import Exchange, Peer, short
 from ._record import Recorder
 
@@ -338,7 +338,7 @@ def _entries_match_keys(rec: Recorder, disc: Discovery, reads: list[Exchange]) -
                 if clash:
                     problems[name] = (f"{selection}: {name} has {clash}", exchange)
                     continue
-            text = json.dumps(schema, sort_keys=True)
+            text = schema_identity(schema)
             seen, where = first.setdefault(name, (text, selection))
             if seen != text:
                 properties = sorted(schema.get("properties") or {}) if isinstance(schema, dict) else schema

@@ -34,6 +34,7 @@ __all__ = [
     "read_body",
     "same_selection_uri",
     "schema_detail",
+    "schema_identity",
     "uri_path",
     "wrapped",
 ]
@@ -46,6 +47,25 @@ SESSIONLESS_VERSIONS = frozenset({"2026-07-28"})
 
 # Schema keywords a minimal tools/list entry may carry (spec 3.1: omitted, or simplified).
 _MINIMAL_KEYS = frozenset({"type", "additionalProperties", "$schema", "properties", "required"})
+
+
+def _unordered(schema: Any) -> Any:
+    """`schema` with every `required` list sorted: JSON Schema reads it as a set, so its order means nothing."""
+    if isinstance(schema, list):
+        return [_unordered(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: _unordered(value) for key, value in schema.items()}
+    required = out.get("required")
+    if isinstance(required, list) and all(isinstance(name, str) for name in required):
+        out["required"] = sorted(required)
+    return out
+
+
+def schema_identity(schema: Any) -> str:
+    """What two served inputSchemas must share to be the same schema: their JSON with keys sorted and every
+    `required` list in one order (a server may send `required` in another order each read: it is a set)."""
+    return json.dumps(_unordered(schema), sort_keys=True)
 
 
 @dataclass

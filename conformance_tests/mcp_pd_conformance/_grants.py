@@ -21,7 +21,7 @@ from ._checks import Discovery, selection_uri, unknown_name
 from ._documents import SESSIONLESS_VERSIONS, TOOL_DESCRIPTION_REQUIRED, CallOutcome, classify_call, example_arguments
 from ._probe import ConnectFailure, Exchange, Held, Mode, Pool, Target, short
 from ._record import Recorder
-from ._selection import near_miss
+from ._selection import near_miss, partial_names
 
 __all__ = ["MAX_SAFE_TOOLS", "STRETCH", "GrantsSession", "finish_grants", "open_grants", "safe_tools"]
 
@@ -159,9 +159,12 @@ async def _run(g: GrantsSession, rec: Recorder, disc: Discovery, base: str, hold
         "an empty selection": f"{base}?tools=",
         "an unknown name": selection_uri(base, unknown),
     }
+    resembling = partial_names([first, *disc.names])
+    partial = resembling[1] if resembling is not None and resembling[0] == first else []
     for label, variant in (
         ("a case variant", _case_variant(first, disc.names)),
         ("a punctuation variant", near_miss(first, disc.names)),
+        *((("a prefix" if first.startswith(v) else "a near spelling"), v) for v in partial),
     ):
         if variant is not None:
             reads[f"{label} ({variant})"] = selection_uri(base, variant)

@@ -19,6 +19,7 @@ __all__ = [
     "GATE_CLAIMS",
     "BaselineOutcome",
     "CheckResult",
+    "EraCoverage",
     "EraInfo",
     "GateProof",
     "ProfileRun",
@@ -160,6 +161,19 @@ class EraInfo:
 
 
 @dataclass(frozen=True)
+class EraCoverage:
+    """A protocol era the run was asked for: whether requests of it were answered in its protocol, by what or why
+    not (the report's per-era line)."""
+
+    era: str
+    exercised: bool
+    how: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"era": self.era, "exercised": self.exercised, "detail": self.how}
+
+
+@dataclass(frozen=True)
 class ProfileRun:
     """An optional profile the run was asked for: whether its checks ran, or why the whole profile was skipped."""
 
@@ -187,10 +201,13 @@ class Report:
     target: str
     results: list[CheckResult] = field(default_factory=list)
     eras: list[EraInfo] = field(default_factory=list)
+    coverage: list[EraCoverage] = field(default_factory=list)
     profiles: list[ProfileRun] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     baseline: BaselineOutcome | None = None
     fatal: str | None = None
+    # Why the run could not start: the server could not be started or reached, or it refused the credentials.
+    fatal_kind: Literal["unreachable", "unauthorized"] = "unreachable"
     duration_s: float = 0.0
     strict: bool = False
 
@@ -242,9 +259,11 @@ class Report:
             "spec": "MCP Progressive Disclosure v2.1",
             "target": self.target,
             "eras": [asdict(e) for e in self.eras],
+            "era_coverage": [c.to_json() for c in self.coverage],
             "profiles": [p.to_json() for p in self.profiles],
             "duration_s": round(self.duration_s, 3),
             "fatal": self.fatal,
+            "fatal_kind": self.fatal_kind if self.fatal is not None else None,
             "notes": self.notes,
             "checks": [r.to_json() for r in self.results],
             "summary": self.counts(),

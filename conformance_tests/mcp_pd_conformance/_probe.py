@@ -10,10 +10,12 @@ import json
 import os
 import re
 import tempfile
+from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import ExitStack, asynccontextmanager, suppress
+from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal, cast
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import mcp_types as types
@@ -61,8 +63,8 @@ class Target:
     stdio: tuple[str, ...] | None = None
     url: str | None = None
     timeout: float = 30.0
-    # HTTP headers sent with every request (`--header`, e.g. an OAuth access token); never printed in the report.
-    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    # HTTP headers sent with every request (credentials, say): never shown in a report, a repr or an error message.
+    headers: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
     # What a stdio server said on stderr at warning level or above in its first session (its own problems, such
     # as definition files it could not use): shown in the report, since the server's stderr is otherwise hidden.
     said: list[str] = field(default_factory=list, compare=False, repr=False)
@@ -74,7 +76,13 @@ class Target:
             raise ValueError("the stdio command line is empty")
 
     def describe(self) -> str:
-        return f"stdio: {' '.join(self.stdio)}" if self.stdio is not None else f"http: {self.url}"
+        """The target as a report shows it: URL credentials left out, header names only (their values are secret)."""
+        if self.stdio is not None:
+            return f"stdio: {' '.join(self.stdio)}"
+        shown = f"http: {_without_userinfo(self.url or '')}"
+        if self.headers:
+            shown += f" (headers: {', '.join(dict.fromkeys(name for name, _ in self.headers))})"
+        return shown
 
     @property
     def transport(self) -> str:
@@ -133,10 +141,21 @@ class Exchange:
         return short(result)
 
 
-class ConnectFailure(Exception):
-    """The server could not be started or reached (`unreachable`), or did not speak MCP (`handshake`)."""
+def _without_userinfo(url: str) -> str:
+    """`url` without `user:password@`: a report may be shared, credentials must not travel with it."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
-    def __init__(self, kind: Literal["unreachable", "handshake"], message: str, stderr: str = "") -> None:
+
+class ConnectFailure(Exception):
+    """The server could not be started or reached (`unreachable`), refused the credentials (`unauthorized`: HTTP 401
+    or 403), or did not speak MCP (`handshake`)."""
+
+    def __init__(
+        self, kind: Literal["unreachable", "unauthorized", "handshake"], message: str, stderr: str = ""
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
@@ -149,7 +168,9 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-def _classify(exc: BaseException, target: Target, stderr: str) -> ConnectFailure:
+def _classify(exc: BaseException, target: Target, stderr: str, refused: _Refusal | None = None) -> ConnectFailure:
+    if refused is not None and refused.status is not None:
+        return ConnectFailure("unauthorized", refused.explain(target), stderr)
     leaves = _leaves(exc)
     for leaf in leaves:
         name = type(leaf).__name__
@@ -188,6 +209,12 @@ class Peer:
         self.reads: list[Exchange] = reads if reads is not None else []
         # Tools reached through another tool (catalog mode's call_tool), shared by the run's peers: name -> tool.
         self.routes: dict[str, str] = routes if routes is not None else {}
+        self.heard: list[str] = []  # the methods of the notifications this session received, in order
+
+    @property
+    def list_changed(self) -> int:
+        """How many notifications/tools/list_changed this session heard."""
+        return self.heard.count("notifications/tools/list_changed")
 
     @property
     def protocol_version(self) -> str:
@@ -323,6 +350,32 @@ def _warnings(text: str, limit: int = 20) -> list[str]:
     return [short(record, 400) for record in list(dict.fromkeys(records))[:limit]]
 
 
+@dataclass
+class _Refusal:
+    """The first HTTP 401 or 403 of a connection, and the challenge it carried (`WWW-Authenticate`)."""
+
+    status: int | None = None
+    reason: str = ""
+    challenge: str = ""
+
+    async def hook(self, response: Any) -> None:  # an httpx2.Response (the SDK's HTTP client)
+        if self.status is None and response.status_code in (401, 403):
+            self.status, self.reason = response.status_code, response.reason_phrase
+            self.challenge = response.headers.get("www-authenticate", "")
+
+    def explain(self, target: Target) -> str:
+        sent = [name for name, _ in target.headers]
+        told = f"; WWW-Authenticate: {short(self.challenge, 300)}" if self.challenge else " (no WWW-Authenticate)"
+        what = "refused the credentials" if sent else "requires credentials"
+        fix = (
+            f"check the value of {', '.join(dict.fromkeys(sent))}"
+            if sent
+            else "pass them with --header 'Authorization: Bearer ...', or from the environment with --bearer-env VAR "
+            "or --header-env NAME=VAR (kept out of the shell history)"
+        )
+        return f"HTTP {self.status} {self.reason}: the server {what}{told}; {fix}"
+
+
 @asynccontextmanager
 async def connect(
     target: Target, mode: Mode, reads: list[Exchange] | None = None, routes: dict[str, str] | None = None
@@ -331,35 +384,48 @@ async def connect(
 
     A stdio server is started with this process's environment and its stderr is kept (shown on failure).
     """
+    async with AsyncExitStack() as files_async, _connected(target, mode, reads, routes, files_async) as peer:
+        yield peer
+
+
+@asynccontextmanager
+async def _connected(
+    target: Target, mode: Mode, reads: list[Exchange] | None, routes: dict[str, str] | None, files_async: AsyncExitStack
+) -> AsyncIterator[Peer]:
+    refused = _Refusal()
     with ExitStack() as files:
         stderr = _Stderr()
         transport: Any
-        http: Any = None
         if target.stdio is not None:
             stderr.file = files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))
             params = StdioServerParameters(command=target.stdio[0], args=list(target.stdio[1:]), env=dict(os.environ))
             transport = stdio_client(params, errlog=stderr.file)
         else:
             assert target.url is not None
-            transport = target.url
-            if target.headers:
-                # The SDK's own client factory (its transports' timeouts), with the headers (`--header`) added.
-                http = create_mcp_http_client(headers=dict(target.headers))
-                transport = streamable_http_client(target.url, http_client=http)
-        client = Client(transport, mode=mode, cache=None, read_timeout_seconds=target.timeout)
+            # The SDK's own client factory (its timeouts), with our headers and a hook that keeps a 401/403 apart.
+            http = await files_async.enter_async_context(create_mcp_http_client(headers=dict(target.headers) or None))
+            http.event_hooks["response"].append(refused.hook)
+            transport = streamable_http_client(target.url, http_client=http)
+        heard: list[str] = []
+
+        async def listen(message: Any) -> None:
+            # Server notifications (a list_changed, say) arrive here; requests and exceptions are the SDK's.
+            method = getattr(message, "method", None)
+            if isinstance(method, str) and method.startswith("notifications/"):
+                heard.append(method)
+
+        client = Client(transport, mode=mode, cache=None, read_timeout_seconds=target.timeout, message_handler=listen)
         try:
-            try:
-                await client.__aenter__()
-            except Exception as exc:
-                raise _classify(exc, target, stderr.tail()) from None
-            try:
-                yield Peer(client, mode, target.timeout, reads, routes)
-            finally:
-                with suppress(Exception):  # a server that dies on disconnect is not this run's finding
-                    await client.__aexit__(None, None, None)
+            await client.__aenter__()
+        except Exception as exc:
+            raise _classify(exc, target, stderr.tail(), refused) from None
+        try:
+            peer = Peer(client, mode, target.timeout, reads, routes)
+            peer.heard = heard
+            yield peer
         finally:
-            if http is not None:
-                await http.aclose()
+            with suppress(Exception):  # a server that dies on disconnect is not this run's finding
+                await client.__aexit__(None, None, None)
             if target.stdio is not None and not target.said:
                 target.said.extend(_warnings(stderr.tail(64_000)) or ["(nothing)"])
 
@@ -378,12 +444,33 @@ class Held:
         await self._closed.wait()
 
 
+class _Opening:
+    """A session being opened by its own task: `held()` waits until it is up (or raises its ConnectFailure)."""
+
+    def __init__(self) -> None:
+        self.ready, self.release, self.closed = anyio.Event(), anyio.Event(), anyio.Event()
+        self.peer: Peer | None = None
+        self.error: ConnectFailure | None = None
+
+    async def held(self) -> Held:
+        await self.ready.wait()
+        if self.error is not None:
+            raise self.error
+        assert self.peer is not None
+        return Held(self.peer, self.release, self.closed)
+
+
 class Pool:
-    """Opens sessions, each held by a task of one task group; `async with Pool() as pool: await pool.open(...)`."""
+    """Opens sessions, each held by a task of one task group; `async with Pool() as pool: await pool.open(...)`.
+
+    Over stdio every session is a server process of its own, and starting one (the interpreter and the SDK's
+    imports) is most of what a session costs: `warm` starts the processes a scenario is about to need all at once,
+    and `open` hands them out in order."""
 
     def __init__(self) -> None:
         self._tg: TaskGroup | None = None
         self._releases: list[anyio.Event] = []
+        self._warm: dict[tuple[int, Mode], deque[_Opening]] = {}
         self.reads: list[Exchange] = []  # every resources/read sent through any session of the pool
         self.routes: dict[str, str] = {}  # see Peer.routes; filled once the catalog is known
 
@@ -398,27 +485,39 @@ class Pool:
         assert self._tg is not None
         return await self._tg.__aexit__(*exc)  # type: ignore[arg-type]
 
-    async def open(self, target: Target, mode: Mode) -> Held:
-        """A new session on `target`; raises ConnectFailure."""
+    def warm(self, target: Target, mode: Mode, count: int = 1) -> None:
+        """Start `count` sessions of `mode` now, for the next `open`s of that mode. Stdio only: there a process
+        started early is the same server as one started when asked (nothing shared, nothing sent until used); over
+        HTTP an early session would be one the server sees, so HTTP sessions are opened only when asked for. A warm
+        session nobody takes ends with the pool."""
+        if target.stdio is None:
+            return
+        queue = self._warm.setdefault((id(target), mode), deque())
+        queue.extend(self._start(target, mode) for _ in range(count))
+
+    async def open(self, target: Target, mode: Mode, *, fresh: bool = False) -> Held:
+        """A new session on `target` (a warm one if there is one, unless `fresh`: a process started now, for a
+        session that must begin after something else ended); raises ConnectFailure."""
+        queue = self._warm.get((id(target), mode))
+        opening = queue.popleft() if queue and not fresh else self._start(target, mode)
+        return await opening.held()
+
+    def _start(self, target: Target, mode: Mode) -> _Opening:
         assert self._tg is not None, "use the pool in async with"
-        ready, release, closed = anyio.Event(), anyio.Event(), anyio.Event()
-        self._releases.append(release)
-        box: dict[str, Any] = {}
+        opening = _Opening()
+        self._releases.append(opening.release)
 
         async def hold() -> None:
             try:
                 async with connect(target, mode, self.reads, self.routes) as peer:
-                    box["peer"] = peer
-                    ready.set()
-                    await release.wait()
+                    opening.peer = peer
+                    opening.ready.set()
+                    await opening.release.wait()
             except ConnectFailure as exc:
-                box["error"] = exc
+                opening.error = exc
             finally:
-                ready.set()
-                closed.set()
+                opening.ready.set()
+                opening.closed.set()
 
         self._tg.start_soon(hold)
-        await ready.wait()
-        if "error" in box:
-            raise box["error"]
-        return Held(box["peer"], release, closed)
+        return opening

@@ -101,6 +101,17 @@ class Recorder:
     def skip(self, check_id: str, reason: str, *, era: str | None = None) -> None:
         self._add(check_id, Status.SKIPPED, reason, era)
 
+    def spread(self, check_id: str, eras: Sequence[str]) -> None:
+        """A per-era check recorded once for the run (a whole scenario skipped before any era was known) is reported
+        per era instead, with that result's status and reason, so its keys are the era ones the report promises."""
+        general = next((r for r in self.results if r.id == check_id and r.era is None), None)
+        if general is None:
+            return
+        self.results.remove(general)
+        self._seen.discard((check_id, None))
+        for era in eras:
+            self._add(check_id, general.status, general.message, era, expected=general.expected)
+
     def skip_scenario(
         self, scenario: str, reason: str, *, era: str | None = None, keep: frozenset[str] = frozenset()
     ) -> None:

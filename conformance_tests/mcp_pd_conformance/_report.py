@@ -51,6 +51,8 @@ def _line(result: CheckResult, color: bool, verbosity: int) -> list[str]:
 def verdict(report: Report) -> str:
     """The last line of the report."""
     code = report.exit_code
+    if report.fatal is not None and report.fatal_kind == "unauthorized":
+        return f"VERDICT: ERROR (exit 3): not authorized: {report.fatal}"
     if report.fatal is not None:
         return f"VERDICT: ERROR (exit 3): could not start or reach the server: {report.fatal}"
     failures = report.failures()
@@ -135,6 +137,9 @@ def render(report: Report, *, color: bool = False, verbosity: int = 1) -> str:
     if report.eras:
         eras = "; ".join(f"{e.era} (client mode {e.mode}) negotiated {e.negotiated}" for e in report.eras)
         out.append(f"Protocol eras: {eras}")
+    for era in report.coverage:
+        state = "exercised" if era.exercised else _paint("NOT exercised", _COLORS[Status.WARNING], color)
+        out.append(f"Era {era.era}: {state}: {era.how}")
     if report.profiles:
         runs = ", ".join(f"{p.name} ({'ran' if p.ran else 'skipped: ' + p.reason})" for p in report.profiles)
         out.append(f"Profiles: {runs}")

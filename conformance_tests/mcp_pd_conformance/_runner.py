@@ -11,24 +11,23 @@ from ._available import available_tools_visible
 from ._baseline import apply_baseline, validate_selector
 from ._browse import adopt_catalog
 from ._catalog import catalog_profile
-from ._checks import (
-    NO_RESOURCE,
-    Discovery,
-    missing_selection,
-    resource_listing,
-    resource_read,
-    tools_list,
-    unfetched_tool_note,
-)
+from ._checks import NO_RESOURCE, Discovery, unfetched_tool_note
 from ._definitions import judge_reads, learn_definitions, listed_schema_agrees, schema_valid
+from ._eras import EraLedger, open_discovery, open_in_era
 from ._fallback import tool_fallback_profile
 from ._grants import GrantsSession, finish_grants, open_grants
-from ._model import EraInfo, Report, Status
+from ._listing import relist, tools_list
+from ._missing import MISSING_DOCUMENT, error_document_in_era, missing_selection
+from ._model import Report, Status
+from ._overlap import overlapping_reads
 from ._probe import MAX_PAGES, ConnectFailure, Held, Mode, Peer, Pool, Target
 from ._profiles import ProfileContext
+from ._proxy import proxy_tool_gated
+from ._reading import resource_read
 from ._record import Recorder
+from ._resource_listing import resource_listing
 from ._selection import selection_parsing
-from ._served import capabilities_in_eras, served_tools_listed
+from ._served import capabilities_in_eras, era_of, era_peers, served_tools_listed
 from ._sessions import (
     EraSession,
     finish_era,
@@ -41,6 +40,7 @@ from ._sessions import (
 )
 from ._spec import CHECKS, ERAS, PER_ERA_SCENARIOS, PROFILES, CheckSpec, Era
 from ._unsafe import unsafe_tools_gated
+from ._warming import warm_first_sessions, warm_grant_sessions
 
 __all__ = ["ERAS", "Options", "profile_problem", "run_suite", "select_checks"]
 
@@ -136,15 +136,35 @@ async def _run(
 ) -> None:
     target = options.target
     say(f"connecting ({target.describe()})")
+    ledger = EraLedger(options.eras)
     try:
-        first: Held = await pool.open(target, "legacy" if "legacy" in options.eras else "auto")
+        first: Held = await open_discovery(pool, target, ledger)
     except ConnectFailure as exc:
         _connect_failed(report, rec, exc)
         return
+    try:
+        await _scenarios(pool, options, report, rec, disc, scenarios, say, first, ledger)
+    finally:
+        report.coverage = ledger.judge(rec)
+
+
+async def _scenarios(
+    pool: Pool,
+    options: Options,
+    report: Report,
+    rec: Recorder,
+    disc: Discovery,
+    scenarios: set[str],
+    say: Callable[[str], None],
+    first: Held,
+    ledger: EraLedger,
+) -> None:
+    target = options.target
     peer = first.peer
     info = peer.client.server_info
     who = f"{info.name} {info.version}".strip() if info is not None else "an anonymous server"
-    rec.ok("connection/handshake", f"{who}, protocol {peer.protocol_version}")
+    refused = ledger.unspoken("legacy")
+    rec.ok("connection/handshake", f"{who}, protocol {peer.protocol_version}" + (f" ({refused})" if refused else ""))
     say("tools-list")
     await tools_list(peer, rec, disc)
     say("resource-listing")
@@ -155,6 +175,13 @@ async def _run(
         report.notes.append(f"{disc.no_resource_reason}.")
 
     calling = bool(scenarios & _CALLING)
+    if calling and target.headers:
+        report.notes.append(
+            "Credentials were sent on every connection of this run: a server that keys grants by the authenticated "
+            "principal (as mcp-pd serve --bearer-tokens does, spec/interpretations.md I-18) sees all of them as one "
+            "client, so what one session fetched is granted in the others; judge such a server's sessions with "
+            "--skip authorization,grants,isolation,session-end,sessionless, or against a server keyed by session."
+        )
     if calling or "resource-read" in scenarios:
         # Catalog mode: the tools behind call_tool join the core's reads, gates and grant checks.
         pool.routes.update(await adopt_catalog(peer, disc))
@@ -163,8 +190,8 @@ async def _run(
                 f"Catalog mode: the core read, gated and called {len(disc.behind)} tools that browse_tools named, "
                 "each call sent through call_tool."
             )
-    # Sessions of a session-bearing era when one is selected: a grant needs a session.
-    held_mode: Mode = "legacy" if "legacy" in options.eras else "auto"
+    # Sessions of a session-bearing era when one is selected and spoken: a grant needs a session.
+    held_mode: Mode = ledger.session_mode
     sessions: list[EraSession] = []
     pinned: Held | None = None
     grants: GrantsSession | None = None
@@ -173,22 +200,23 @@ async def _run(
         if options.call_tool is None:
             await learn_hints(peer, disc)
         pick_probe(disc, options.call_tool, options.call_args)
-        default: EraInfo | None = None
+        warm_first_sessions(pool, target, options.eras, scenarios, disc, held_mode, ledger)
         for era in options.eras:
             if era == "legacy" and not scenarios & PER_ERA_SCENARIOS:
                 continue
             say(f"authorization [{era}]")
-            mode: Mode = "legacy" if era == "legacy" else "auto"
             if disc.base is None:
                 for scenario in PER_ERA_SCENARIOS:
                     rec.skip_scenario(scenario, NO_RESOURCE, era=era)
                 continue
-            session = await open_era(pool, target, era, mode, rec, disc)
-            if session is not None:
-                sessions.append(session)
-                report.eras.append(session.info)
-                if era == "2026-07-28":
-                    default = session.info
+            unspoken = ledger.unspoken(era) if era == "legacy" else None
+            held, why = (None, unspoken) if unspoken else await open_in_era(pool, target, era, ledger)
+            if held is None:
+                ledger.skip_era(rec, era, why)
+                continue
+            session = await open_era(held, era, rec, disc)
+            sessions.append(session)
+            report.eras.append(session.info)
         if "grants" in scenarios:
             say("grants")
             grants = await open_grants(pool, target, held_mode, rec, disc, options.call_args)
@@ -199,13 +227,14 @@ async def _run(
                 rec.skip_scenario("sessionless", NO_RESOURCE)
             else:
                 say("sessionless")
-                pinned = await open_sessionless(pool, target, rec, disc, default)
+                pinned = await open_sessionless(pool, target, rec, disc, ledger.auto_negotiated)
+                if pinned is not None:
+                    ledger.saw("2026-07-28", "a client pinned to 2026-07-28 was answered (scenario sessionless)")
 
     if "resource-listing" in scenarios:
         # Each era's capabilities from its own handshake: the discovery session's, and the era sessions' above.
-        peers = {("legacy" if "legacy" in options.eras else "2026-07-28"): peer}
-        peers |= {s.era: s.held.peer for s in sessions if s.era not in peers}
-        await capabilities_in_eras(pool, target, options.eras, peers, rec, disc)
+        peers = era_peers([peer, *(s.held.peer for s in sessions)])
+        await capabilities_in_eras(pool, target, ledger, peers, rec, disc)
     if "resource-read" in scenarios or calling:
         await learn_definitions(peer, disc)
     if "resource-read" in scenarios:
@@ -218,10 +247,26 @@ async def _run(
             await available_tools_visible(pool, target, held_mode, rec, disc)
     if "missing-selection" in scenarios:
         say("missing-selection")
-        await missing_selection(peer, rec, disc)
+        # The error document in each era, from a session of that era: the discovery session's, then the others'.
+        own = era_of(peer)
+        await missing_selection(peer, rec, disc, own if own in options.eras else None)
+        for session in sessions:
+            if disc.base is not None and session.era != own and not rec.has(MISSING_DOCUMENT, session.era):
+                await error_document_in_era(session.held.peer, rec, disc.base, session.era)
+        for era in options.eras:  # eras without a session of their own (no calling scenario selected, say)
+            spoken = not (era == "legacy" and ledger.unspoken(era))
+            if disc.base is not None and not rec.has(MISSING_DOCUMENT, era) and spoken:
+                held, _why = await open_in_era(pool, target, era, ledger)
+                if held is not None:
+                    try:
+                        await error_document_in_era(held.peer, rec, disc.base, era)
+                    finally:
+                        await held.close()
     if "tools-list" in scenarios:
-        # After the reads above: their unknown-name entries name the tools the server serves.
+        # After the reads above: their unknown-name entries name the tools the server serves; and a re-listing
+        # after them (and after any list_changed they drew) is judged as the first listing was.
         await served_tools_listed(peer, rec, disc)
+        await relist(peer, rec, disc)
     if calling:
         await learn_arguments(peer, disc, options.call_args)
     # The profiles run last, so that nothing they authorize can help a core probe; the discovery session
@@ -235,9 +280,13 @@ async def _run(
     await finish_sessionless(pinned, rec, disc)
     if grants is not None:
         say("grants")
+        warm_grant_sessions(pool, target, grants, disc)
         await finish_grants(pool, target, grants, rec, disc, options.grant_hold)
     if "grants" in scenarios:
         await unsafe_tools_gated(pool, target, held_mode, rec, disc, grants, allow=options.allow_side_effects)
+        say("grants [overlapping]")
+        await overlapping_reads(pool, target, grants, rec, disc)
+        await proxy_tool_gated(pool, target, held_mode, rec, disc)
     if calling and disc.base is not None:
         report.notes.append(unfetched_tool_note(disc))
     if profiles:
@@ -268,13 +317,16 @@ def _connect_failed(report: Report, rec: Recorder, exc: ConnectFailure) -> None:
     if exc.kind == "unreachable":
         report.fatal = exc.message
         message = f"could not start or reach the server: {exc.message}"
+    elif exc.kind == "unauthorized":
+        report.fatal = exc.message
+        report.fatal_kind = "unauthorized"
+        message = f"not authorized: {exc.message}"
     else:
         message = f"{exc.message}; is this an MCP server? Progressive disclosure is an MCP extension"
-    rec.fail(
-        "connection/handshake",
-        message,
-        expected="an MCP server answering initialize (2025-11-25) or server/discover (2026-07-28)",
-    )
+    expected = "an MCP server answering initialize (2025-11-25) or server/discover (2026-07-28)"
+    if exc.kind == "unauthorized":
+        expected = "credentials the server accepts (--header, --header-env or --bearer-env), then " + expected
+    rec.fail("connection/handshake", message, expected=expected)
     if exc.stderr.strip():
         report.notes.append("server stderr (last lines):\n" + "\n".join(exc.stderr.strip().splitlines()[-15:]))
 
@@ -292,6 +344,8 @@ def _finish(report: Report, rec: Recorder, wanted: list[CheckSpec], options: Opt
         else "no MCP connection (see connection/handshake)"
     )
     for spec in wanted:
+        if spec.per_era:
+            rec.spread(spec.id, options.eras)
         for era in options.eras if spec.per_era else (None,):
             if not rec.has(spec.id, era):
                 rec.skip(spec.id, reason, era=era)

@@ -29,6 +29,23 @@ def near_miss(name: str, listed: list[str]) -> str | None:
     return next((v for v in candidates if v != name and v not in listed), None)
 
 
+def partial_names(names: list[str]) -> tuple[str, list[str]] | None:
+    """A listed name and the names that only resemble it: a prefix (two thirds of it, at least two characters) and a
+    near spelling (two neighbouring letters swapped), neither of them listed. None when no listed name has three."""
+    for name in names:
+        if len(name) < 3:
+            continue
+        prefix = name[: max(2, len(name) * 2 // 3)]
+        middle = len(name) // 2
+        swaps = [name[:i] + name[i + 1] + name[i] + name[i + 2 :] for i in range(middle, len(name) - 1)]
+        swaps += [name[:i] + name[i + 1] + name[i] + name[i + 2 :] for i in range(1, middle)]
+        typo = next((v for v in swaps if v != name and v not in names), None)
+        variants = [v for v in (prefix, typo) if v is not None and v not in names]
+        if variants:
+            return name, variants
+    return None
+
+
 def _error_entries(got: dict[str, Any]) -> list[str]:
     """Keys answered as unknown names: what a misparsed selection turns into."""
     return [k for k, v in got.items() if isinstance(v, dict) and "error" in v]
@@ -109,8 +126,41 @@ async def selection_parsing(peer: Peer, rec: Recorder, disc: Discovery) -> None:
         else:
             rec.ok("resource-read/punctuation-match", f"?tools={variant} was not served as {name}")
 
+    await _partial_names(peer, rec, base, names)
     await _encodings(peer, rec, base, names)
     await _other_parameters(peer, rec, base, name)
+
+
+async def _partial_names(peer: Peer, rec: Recorder, base: str, names: list[str]) -> None:
+    """resource-read/no-partial-match (4.3: exact names, no fuzzy matching): a prefix and a near spelling of a listed
+    name, each read alone, must not be answered with that tool's definition (under either key)."""
+    found = partial_names(names)
+    if found is None:
+        rec.skip("resource-read/no-partial-match", "no listed name has three characters or more to vary")
+        return
+    name, variants = found
+    problems: list[tuple[str, Exchange]] = []
+    for variant in variants:
+        exchange = await peer.read(selection_uri(base, variant))
+        got, _problem = _keys(exchange)
+        others = [k for k in got or {} if k in names and k != name]
+        if others:  # every tool, or neighbours: resource-read/only-requested's to judge, not a match
+            rec.skip(
+                "resource-read/no-partial-match",
+                f"?tools={variant} returned unrequested tools ({', '.join(others[:3])}; see "
+                "resource-read/only-requested), so exact matching cannot be judged",
+            )
+            return
+        if got is not None and (served_as_tool(got, variant) or (variant not in got and served_as_tool(got, name))):
+            problems.append((f"?tools={variant} was served as {name}", exchange))
+    rec.judge(
+        "resource-read/no-partial-match",
+        problems,
+        ok=f"{' and '.join(f'?tools={v}' for v in variants)} were not served as {name}",
+        expected=f"no definition for {' or '.join(repr(v) for v in variants)} (names match exactly); an error entry "
+        "at most",
+        prefix="names that only resemble a listed one were answered with its definition: ",
+    )
 
 
 async def _encodings(peer: Peer, rec: Recorder, base: str, names: list[str]) -> None:

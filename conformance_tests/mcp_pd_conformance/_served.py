@@ -15,11 +15,12 @@ import json
 from typing import Any
 
 from ._checks import Discovery, selection_uri, unknown_name
-from ._documents import classify_call, example_arguments
+from ._documents import SESSIONLESS_VERSIONS, classify_call, example_arguments
+from ._eras import EraLedger
 from ._probe import ConnectFailure, Exchange, Peer, Pool, Target, short
 from ._record import Recorder
 
-__all__ = ["capabilities_declared", "capabilities_in_eras", "served_tools_listed"]
+__all__ = ["capabilities_declared", "capabilities_in_eras", "era_of", "era_peers", "served_tools_listed"]
 
 CAPABILITY = "resource-listing/capability-declared"
 LISTED = "tools-list/served-tools-listed"
@@ -60,12 +61,13 @@ def capabilities_declared(peer: Peer, rec: Recorder, disc: Discovery, era: str) 
 
 
 async def capabilities_in_eras(
-    pool: Pool, target: Target, eras: tuple[str, ...], peers: dict[str, Peer], rec: Recorder, disc: Discovery
+    pool: Pool, target: Target, ledger: EraLedger, peers: dict[str, Peer], rec: Recorder, disc: Discovery
 ) -> None:
     """resource-listing/capability-declared once per era, each read from that era's own handshake: with the session
-    the run already has in it (`peers`), else a session opened for this alone. A server may build its capabilities
-    per protocol version, and declare `resources` in one and not the other."""
-    for era in eras:
+    the run already has in it (`peers`, by the protocol each negotiated), else a session opened for this alone. A
+    server may build its capabilities per protocol version, and declare `resources` in one and not the other. A
+    client pinned to 2026-07-28 asks nothing (the SDK adopts empty capabilities), so it shows no declaration."""
+    for era in ledger.asked:
         peer = peers.get(era)
         if disc.base is None:
             rec.skip(CAPABILITY, "no tool_descriptions resource was listed (see resource-listing/listed)", era=era)
@@ -73,15 +75,42 @@ async def capabilities_in_eras(
         if peer is not None:
             capabilities_declared(peer, rec, disc, era)
             continue
+        unspoken = ledger.unspoken(era)
+        if unspoken and era == "legacy":
+            rec.skip(CAPABILITY, f"the {era} era was not exercised: {unspoken}", era=era)
+            continue
         try:
             held = await pool.open(target, "legacy" if era == "legacy" else "auto")
         except ConnectFailure as exc:
             rec.skip(CAPABILITY, f"could not open a {era} session: {exc.message}", era=era)
             continue
         try:
-            capabilities_declared(held.peer, rec, disc, era)
+            version = held.peer.protocol_version
+            if era != "legacy" and version not in SESSIONLESS_VERSIONS:
+                rec.info(
+                    CAPABILITY,
+                    f"no 2026-07-28 declaration to judge: the server declined server/discover and answered the default "
+                    f"client in {version} (whose capabilities are judged in the legacy era)",
+                    era=era,
+                )
+            else:
+                capabilities_declared(held.peer, rec, disc, era)
         finally:
             await held.close()
+
+
+def era_of(peer: Peer) -> str:
+    """The era `peer` speaks: 2026-07-28, or legacy (a handshake version)."""
+    return "2026-07-28" if peer.protocol_version in SESSIONLESS_VERSIONS else "legacy"
+
+
+def era_peers(peers: list[Peer]) -> dict[str, Peer]:
+    """The first of `peers` that negotiated each era by a handshake or server/discover (pinned clients ask nothing)."""
+    found: dict[str, Peer] = {}
+    for peer in peers:
+        if peer.mode != "2026-07-28":
+            found.setdefault(era_of(peer), peer)
+    return found
 
 
 def _entries(exchange: Exchange) -> dict[str, Any]:

@@ -20,6 +20,7 @@ __all__ = [
     "only_the_name",
     "parameter_docs",
     "sentences",
+    "sequential_steps",
     "strings_in",
     "usage_instruction",
 ]
@@ -43,10 +44,30 @@ _CALL = re.compile(
 )
 
 
+# Parameter documentation written inline ("limit: integer optional, 1-50, default 10"): a name followed by its type
+# and whether it is optional, or a default beside a range of values in one sentence. Calibrated with the docstring
+# styles above on the 322 real tools of ../shared/catalogs: none of their listed first sentences or titles matches.
+_INLINE = re.compile(
+    rf"\b[a-z_][\w-]*\s*[:=]\s*(?:an?\s+)?(?:{_TYPES})\b[\s,;(]*(?:optional|required|\d|default|min|max)",
+    re.IGNORECASE,
+)
+_DEFAULT = re.compile(r"\bdefaults?\b\s*(?:value\s*)?(?:is|of|:|=|to)?\s*[-+]?[\w.\"']+", re.IGNORECASE)
+_RANGE = re.compile(
+    r"\b\d+\s*(?:-|\u2013|\.\.|to)\s*\d+\b|\b(?:min(?:imum)?|max(?:imum)?)\s*[:=]?\s*\d+", re.IGNORECASE
+)
+
+
 def parameter_docs(text: str) -> str | None:
-    """The parameter documentation `text` carries, quoted, or None."""
-    match = _DOCSTRING.search(text)
-    return match.group(0).strip() if match else None
+    """The parameter documentation `text` carries, quoted, or None: a docstring section, a name with its type and
+    whether it is optional, or a default beside a range of values ("1-50, default 10")."""
+    match = _DOCSTRING.search(text) or _INLINE.search(text)
+    if match:
+        return match.group(0).strip()
+    for sentence in sentences(text):
+        default, bounds = _DEFAULT.search(sentence), _RANGE.search(sentence)
+        if default and bounds:
+            return sentence
+    return None
 
 
 def call_example(text: str, name: str) -> str | None:
@@ -171,6 +192,44 @@ def explains_consequence(text: str) -> bool:
     return "TOOL_DESCRIPTION_REQUIRED" in text or _any_sentence(text, _CALLING, _UNFETCHED, _OUTCOME)
 
 
+# What a fetch does to the tool, in other words than "authorizes": it unlocks, enables or permits it, grants access
+# to it, or lets the caller use it. A sentence that refuses ("not allowed", "fails") says the consequence (4.2-04).
+_GRANTS = (
+    r"\b(authori[sz]\w*|unlock\w*|enabl(e|es|ed|ing)\b|permit\w*"
+    r"|grants?\s+(you\s+)?(access|permission|the\s+right)|gives?\s+(you\s+)?(access|permission)"
+    r"|(allow|let)s?\s+(you\s+|the\s+(caller|client|model)\s+)?(to\s+)?(call|use|invoke|run)\b)"
+)
+_REFUSING = r"\b(not|never|no|fails?|refus\w*|reject\w*|denied|errors?|without)\b"
+# How long: the session, the connection, or as long as the caller stays connected.
+_SESSION = r"\b(session|connection|stay\s+connected|remain\s+connected)"
+
+
 def explains_authorization(text: str) -> bool:
-    """One sentence says that fetching authorizes the tool for the session."""
-    return _any_sentence(text, r"authori[sz]", r"\bsession")
+    """One sentence says that fetching authorizes the tool for the session, in any words: "authorizes that tool for
+    this session", "unlocks that tool for as long as this session lasts", "grants access to it for the rest of the
+    connection". A sentence about refusals ("is not allowed in this session") does not say it."""
+    return any(
+        re.search(_GRANTS, s, re.IGNORECASE)
+        and re.search(_SESSION, s, re.IGNORECASE)
+        and (re.search(r"authori[sz]", s, re.IGNORECASE) or not re.search(_REFUSING, s, re.IGNORECASE))
+        for s in sentences(text)
+    )
+
+
+_NUMBERED = re.compile(r"\bstep\s*(\d|one\b|two\b)|(^|\s)1[.)]\s.*(^|\s)2[.)]\s", re.IGNORECASE | re.DOTALL)
+# Words that open a sequence, and words that continue one; arrows chain steps too ("tools/list -> read -> call").
+_OPENS = r"\b(first(ly)?|begin\s+by|start\s+by|to\s+begin|initially)\b"
+_CONTINUES = r"\b(then|next|second(ly)?|third(ly)?|after\s+that|afterwards?|once\s+\w+|finally|lastly)\b"
+
+
+def sequential_steps(text: str) -> bool:
+    """Whether `text` lays the workflow out as steps in order: numbered ("Step 1: ...", "1. ... 2. ..."), or in words
+    (an opening word followed by a continuing one, "First ... then ...", or two continuing words, "... next ...
+    finally ..."), or as a chain of at least two arrows."""
+    if _NUMBERED.search(text):
+        return True
+    opening = re.search(_OPENS, text, re.IGNORECASE)
+    after = text[opening.end() :] if opening else ""
+    if opening and re.search(_CONTINUES, after, re.IGNORECASE):
+        return True
+    return len(re.findall(_CONTINUES, text, re.IGNORECASE)) >= 2 or len(re.findall(r"->|→|=>", text)) >= 2

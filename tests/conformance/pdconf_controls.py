@@ -22,6 +22,7 @@ import argparse
 import copy
 import difflib
 import json
+import math
 import re
 import sys
 import time
@@ -38,6 +39,23 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 BASE = "resource:///tool_descriptions"
+# The dispatcher of the proxy-* controls: listed and described beside FULL's tools, answered by a middleware.
+PROXY = "run_tool"
+PROXY_DEFINITION: dict[str, Any] = {
+    "name": PROXY,
+    "description": "Run another tool of this server by name, with its arguments. Returns that tool's result.",
+    "inputSchema": {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The tool to run"},
+            "arguments": {"type": "object", "description": "Its arguments"},
+        },
+        "required": ["name"],
+    },
+    "annotations": {"readOnlyHint": False, "destructiveHint": False},
+    "examples": [{"description": "Count words", "input": {"name": "word_count", "arguments": {"text": "a b"}}}],
+    "error_guidance": {"TOOL_DESCRIPTION_REQUIRED": "fetch the description of the tool you name first"},
+}
 
 DEFECTS = {
     "good": "a correct implementation",
@@ -134,6 +152,33 @@ DEFECTS = {
     "tools' definitions by position, so an unknown name holds a real tool's definition (violates PD-4.4-01)",
     "gap-cached-by-set": "reads of several tools are cached by the set of names, and a cached answer pairs the names "
     "in the new order with the definitions in the first (violates PD-4.4-01)",
+    # Issue 42: correct but unusual servers the suite wrongly failed (each must pass).
+    "reordered-required": "correct; every other read of a tool serves its required list in another order (a set in "
+    "JSON Schema: allowed)",
+    "reworded-description": "correct; the resource description says the workflow in other words: unnumbered steps, "
+    "and a fetch 'unlocks that tool for as long as this session lasts' (allowed)",
+    "modern-only": "correct, but speaks protocol 2026-07-28 only: the initialize handshake is refused (allowed; "
+    "judged in 2026-07-28, the legacy era reported as not exercised)",
+    # Issue 42: faulty servers the third round passed.
+    "modern-bare-missing": "in protocol 2026-07-28 a read without a selection is refused without the 6.1 document "
+    "(violates PD-6.1-01 in that era; right in 2025-11-25)",
+    "fuzzy-names": "a name is looked up by prefix, then by closest spelling: ?tools=word_co serves and grants "
+    "word_count (violates PD-4.3-03, and the grant PD-5.1-02)",
+    "title-instructions": "word_count's listed title tells the caller what to pass (violates PD-3.1-04)",
+    "inline-parameter-docs": 'list_notes is listed as "... limit: integer optional, 1-50, default 10" '
+    "(violates PD-3.1-04)",
+    "relist-full": "after a session's first read, notifications/tools/list_changed and a listing with the full schemas "
+    "(violates PD-3.1-04 on the re-list)",
+    "clock-grants": "grants are dropped on a clock, at the first whole second at least 0.9 s after each was made "
+    "(violates PD-5.1-03; calls right after a fetch pass)",
+    "racy-grants": "a read updates the session's grants by read, await, write back: overlapping reads of one session "
+    "lose each other's grants (violates PD-5.1-01)",
+    "racy-sessions": "the session a read grants into is taken from state the last request set: reads of two sessions "
+    "at once grant into the wrong one (violates PD-5.1-04; shows over HTTP)",
+    "proxy-gated": "correct, with a dispatcher tool run_tool(name, arguments) that asks the gate for the tool it runs",
+    "proxy-ungated": "run_tool(name, arguments) runs any tool once run_tool itself was fetched (violates PD-5.1-02)",
+    "handshake-only": "correct, but speaks the handshake era only: server/discover declined and every request "
+    "carrying the 2026-07-28 envelope refused (allowed under --era both; --era 2026-07-28 cannot pass; HTTP)",
     # Profile tool-fallback (I-13): `good` with a describe tool.
     "describe-good": "good, plus a correct describe_tools tool",
     "describe-gated": "describe_tools is an ordinary tool to this server: listed minimal, gated, never named in "
@@ -229,6 +274,14 @@ KEYWORDS_ONLY = (
     "Tool definitions as JSON. Errors follow the tools/list format. First published in 2024. "
     f"Syntax: {BASE}?tools=TOOL_NAME. Step 1: read the changelog. Authorization lasts for the session."
 )
+# The same workflow in other words: steps in order without numbers, and the grant without "authorizes".
+REWORDED = (
+    "Full tool definitions. Begin by choosing a tool from tools/list by its short description (tools/list is for "
+    "selecting, not for parameters). Next, read this resource to learn its parameters: "
+    f"{BASE}?tools=TOOL_NAME (several: {BASE}?tools=TOOL1,TOOL2). Finally, call the tool. Reading a tool's "
+    "description unlocks that tool for as long as this session lasts; calling a tool before fetching fails with "
+    "TOOL_DESCRIPTION_REQUIRED."
+)
 INSTRUCTIONS = f"Before calling a tool, read {BASE}?tools=TOOL_NAME to learn its parameters."
 
 
@@ -273,6 +326,8 @@ def _listed_description(defect: str, name: str) -> str:
         return name  # a generator's fallback when a tool has no description of its own
     if defect == "doc-usage-listing" and name == "word_count":
         return "Count the words in a text. Always pass the whole text in one call, never a part of it."
+    if defect == "inline-parameter-docs" and name == "list_notes":
+        return "List the stored notes, newest first. limit: integer optional, 1-50, default 10."
     return SUMMARY[name]
 
 
@@ -316,6 +371,10 @@ def _lookup(defect: str, name: str) -> str | None:
     if defect == "loose-punctuation":
         squash = str.maketrans("", "", "_-.")
         return next((n for n in FULL if n.translate(squash) == name.translate(squash)), None)
+    if defect == "fuzzy-names" and len(name) >= 2:  # the prefix a user typed, else the closest spelling (not "add_")
+        prefixed = [n for n in FULL if n.startswith(name)]
+        close = difflib.get_close_matches(name, list(FULL), n=1, cutoff=0.8) if len(name) >= 5 else []
+        return prefixed[0] if len(prefixed) == 1 else close[0] if close else None
     return None
 
 
@@ -467,6 +526,8 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
     requests: dict[str, int] = {}
     reads: dict[str, int] = {}
     cache: dict[frozenset[str], list[str]] = {}  # gap-cached-by-set: names -> the order they were first read in
+    announced: set[str | None] = set()  # relist-full: the sessions told their listing changed
+    current: list[str | None] = [None]  # racy-sessions: the session of the request served last
     refusals: dict[tuple[str, str], int] = {}
     uses: dict[tuple[str, str], int] = {}
 
@@ -491,6 +552,8 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         when, number = grant
         if defect == "short-lived-grants" and requests[key] - number > 10:
             return False
+        if defect == "clock-grants" and time.monotonic() >= math.floor(when + 0.9) + 1:
+            return False  # a sweep at every whole second (of the monotonic clock) takes grants 0.9 s old or more
         return not (defect == "expiring-grants" and time.monotonic() - when > 2.0)
 
     def grant(key: str | None, names: list[str]) -> None:
@@ -499,7 +562,7 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
                 grants.setdefault(key, {})[name] = (time.monotonic(), requests.get(key, 0))
 
     async def list_tools(ctx: ServerRequestContext[Any, Any], params: Any) -> types.ListToolsResult:
-        tick(ctx)
+        tick_key = tick(ctx)
         cursor = params.cursor if params is not None else None
         if catalog:  # one page: the meta-tools (and, wrongly, the whole catalog)
             listed = [_tool(n, SUMMARY[n], {"type": "object"}) for n in FULL] if defect == "catalog-big-list" else []
@@ -511,12 +574,16 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         page = list(FULL) if defect == "endless-cursor" else list(FULL)[start : start + PAGE_SIZE]
         for name in page:
             full = FULL[name]
-            extended = defect in ("full-schemas", "plain")
+            extended = defect in ("full-schemas", "plain") or (defect == "relist-full" and tick_key in announced)
             hidden = defect == "hidden-detail-listing"
             tools.append(
                 types.Tool(
                     name=name,
-                    title="Add: Args: a (int), b (int)" if hidden and name == "add" else None,
+                    title="Add: Args: a (int), b (int)"
+                    if hidden and name == "add"
+                    else "Word count: always pass the whole text in one call"
+                    if defect == "title-instructions" and name == "word_count"
+                    else None,
                     description=_listed_description(defect, name),
                     input_schema=full["inputSchema"] if extended else _listed_schema(defect),
                     annotations=None
@@ -637,6 +704,13 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
                 return call_via(key, arguments)
             document, error = (search if name == "search_tools" else browse)(defect, arguments)
             return _text_result(document, error=error)
+        if name == PROXY and defect.startswith("proxy-"):
+            inner, passed = arguments.get("name"), arguments.get("arguments") or {}
+            if not isinstance(inner, str) or inner not in FULL or not isinstance(passed, dict):
+                return refusal(key, PROXY) or _text_result(not_found(defect, str(inner)), error=True)
+            if defect == "proxy-ungated":  # its own gate only: the tool it runs is never asked about
+                return refusal(key, PROXY) or run(inner, passed)
+            return refusal(key, PROXY) or refusal(key, inner) or run(inner, passed)
         if name not in FULL:
             return types.CallToolResult(content=[types.TextContent(type="text", text="Unknown tool")], is_error=True)
         invalid = argument_problems(name, arguments) if defect == "traffic-validates-first" else None
@@ -652,9 +726,11 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             uri=BASE,
             name="tool_descriptions",
             title="Tool Descriptions - required before calling any tool",
-            description={"keyword-description": KEYWORDS_ONLY, "consequence-by-keyword": ERROR_MENTION}.get(
-                defect, RESOURCE_DESCRIPTION
-            ),
+            description={
+                "keyword-description": KEYWORDS_ONLY,
+                "consequence-by-keyword": ERROR_MENTION,
+                "reworded-description": REWORDED,
+            }.get(defect, RESOURCE_DESCRIPTION),
             mime_type="application/json",
         )
         if params is not None and params.cursor == "resources:2":
@@ -696,6 +772,9 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             if real is not None:
                 body[name] = _served(defect, paired.get(name, real))
                 served.append(real)
+                required = body[name]["inputSchema"].get("required")
+                if defect == "reordered-required" and required and sum(reads.values()) % 2 == 0:
+                    body[name]["inputSchema"]["required"] = list(reversed(required))
             elif defect != "no-unknown-entry":
                 available = sorted(grants.get(key or "", {})) if defect == "available-fetched-only" else sorted(FULL)
                 said = f"No tool named '{name}'" if defect == "doc-unknown-wording" else f"Tool '{name}' not found"
@@ -739,6 +818,8 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
                 grant(key, list(FULL))
             if defect == "traffic-refusals-wipe":
                 grants.pop(key or "", None)
+            if defect == "modern-bare-missing" and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                raise MCPError(types.INVALID_PARAMS, "No tools selected.")
             if defect != "no-missing-selection":
                 refused = missing_selection(defect)
                 data = refused["error"] if defect == "doc-bare-missing" else refused
@@ -747,7 +828,19 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
         if describing and len(names) > MAX_NAMES:
             raise MCPError(types.INVALID_PARAMS, TOO_MANY["error"]["message"], TOO_MANY)
         body, served = document(key, names)
-        grant(key, served)
+        if defect == "racy-grants" and key is not None:
+            before = dict(grants.get(key, {}))  # read ...
+            await anyio.sleep(0.1)  # ... await (a store, a log) ...
+            grants[key] = before | {n: (time.monotonic(), requests.get(key, 0)) for n in served}  # ... write back
+        elif defect == "racy-sessions":
+            current[0] = key  # "the session being served", kept where the next request overwrites it
+            await anyio.sleep(0.1)
+            grant(current[0], served)
+        else:
+            grant(key, served)
+        if defect == "relist-full" and served and key not in announced:
+            announced.add(key)  # "unlocked": listed in full from now on, and the session is told so
+            await ctx.session.send_tool_list_changed()
         mime = "text/plain" if defect == "text-plain-content" else "application/json"
         contents = [types.TextResourceContents(uri=uri, mime_type=mime, text=json.dumps(body))]
         if defect == "split-content":
@@ -794,6 +887,47 @@ def build(defect: str, call_log: str | None = None) -> Server[Any]:
             return capabilities.model_copy(update={"resources": None})
 
         server.get_capabilities = undeclared  # type: ignore[method-assign]
+    if defect == "modern-only":
+
+        async def no_handshake(ctx: Any, call_next: Any) -> Any:
+            if ctx.method == "initialize":
+                raise MCPError(types.INVALID_REQUEST, "This server speaks protocol 2026-07-28 only: no initialize.")
+            return await call_next(ctx)
+
+        server.middleware.append(no_handshake)
+        return server
+    if defect.startswith("proxy-"):
+
+        async def proxy(ctx: Any, call_next: Any) -> Any:
+            """run_tool beside FULL's tools: listed on the last page, described (and granted) by reads naming it."""
+            result = await call_next(ctx)
+            if ctx.method == "tools/list" and isinstance(result, dict) and not result.get("nextCursor"):
+                minimal = {"type": "object", "additionalProperties": True}
+                entry = {"name": PROXY, "description": "Run another tool of this server by name."}
+                result["tools"] = [*result.get("tools", []), entry | {"inputSchema": minimal}]
+                result["tools"][-1]["annotations"] = PROXY_DEFINITION["annotations"]
+            elif ctx.method == "resources/read" and isinstance(result, dict):
+                names = parse_selection(str((ctx.params or {}).get("uri", "")).partition("#")[0]) or []
+                for content in result.get("contents", []):
+                    body = json.loads(content.get("text") or "{}")
+                    for value in body.values():
+                        if isinstance(value, dict) and isinstance(value.get("available_tools"), list):
+                            value["available_tools"] = sorted([*value["available_tools"], PROXY])
+                    if PROXY in names and PROXY in body:
+                        body[PROXY] = copy.deepcopy(PROXY_DEFINITION)
+                        grant(session_key(ctx), [PROXY])
+                    content["text"] = json.dumps(body)
+            return result
+
+        server.middleware.append(proxy)
+    if defect == "handshake-only":
+
+        async def no_modern(ctx: Any, call_next: Any) -> Any:
+            if ctx.method != "server/discover" and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                raise MCPError(types.INVALID_REQUEST, "This server speaks the initialize handshake only.")
+            return await call_next(ctx)
+
+        server.middleware.append(no_modern)
     discover = server.get_request_handler("server/discover")
     assert discover is not None
     original = discover.handler

@@ -46,6 +46,9 @@ GRANTS_BLOCKED = " ".join(
         "required-truthful",
         "unsafe-tools-gated",
         "survive-refusals",
+        "overlapping-reads",
+        "overlapping-sessions",
+        "proxy-tool-gated",
     )
 )
 EXPECTATIONS = {
@@ -55,16 +58,20 @@ EXPECTATIONS = {
     "ignores-selection": _e(
         "PD-4.4-02",
         warns="PD-6.3-01",
-        skips="resource-read/exact-match resource-read/punctuation-match resource-read/available-tools-visible",
+        skips="resource-read/exact-match resource-read/punctuation-match resource-read/available-tools-visible "
+        "resource-read/no-partial-match",
     ),
     "extra-tools": _e("PD-4.4-02"),
     "preamble": _e("PD-4.4-03"),
     "case-insensitive": _e("PD-4.3-03"),
-    "no-missing-selection": _e("PD-4.3-04", warns="PDX-PARSE-03 PD-4.3-04", skips="missing-selection/error-document"),
+    "no-missing-selection": _e(
+        "PD-4.3-04", warns="PDX-PARSE-03 PD-4.3-04", skips="missing-selection/error-document[legacy]"
+    ),
     "ungated": _e("PD-5.1-02 PD-2-03", skips=f"authorization/error-document[legacy] {ISOLATION} {GRANTS_BLOCKED}"),
     "wrong-error-code": _e("PD-5.1-02 PD-2-03 PD-6.2-01"),
     "jsonrpc-refusal": _e(warns="PD-5.1-02 PD-2-03"),
-    "forgetful": _e("PD-5.1-03"),
+    # Session A's own grant lapsed: isolation and session-end are not blamed for it, they are skipped (issue 42).
+    "forgetful": _e("PD-5.1-03", skips=ISOLATION),
     "no-unknown-entry": _e(warns="PD-6.3-01", skips="resource-read/available-tools-visible"),
     "bare-listing": _e(),
     "plain": _e("PD-4.1-01 PD-2-02 PD-3.2-01", allowed="PD-3.1-01 PD-3.1-04 PD-2-01", skips="*"),
@@ -94,11 +101,14 @@ EXPECTATIONS = {
     "text-plain-content": _e(warns="PD-4.1-05"),
     "silent-rate-limit": _e("PD-4.4-01", allowed="PD-4.3-02 PD-4.4-02", warns="PDX-PARSE-01"),
     # No gate was seen on every safe tool, so the tools the suite does not run are not probed (they might run).
-    "gates-first-only": _e("PD-5.1-02 PD-2-03", skips="grants/unsafe-tools-gated"),
+    "gates-first-only": _e(
+        "PD-5.1-02 PD-2-03", skips="grants/unsafe-tools-gated grants/overlapping-reads grants/overlapping-sessions"
+    ),
     "lenient-retry": _e("PD-5.1-02", allowed="PD-5.1-01"),
     "refused-read-grants": _e("PD-5.1-02 PD-5.1-01"),
     "variant-grants": _e("PD-5.1-02 PD-5.1-01"),
-    "any-read-grants": _e("PD-5.1-02 PD-5.1-01"),
+    # A read that grants every tool: session A may call B's tool, which is this fault, not a grant misplaced.
+    "any-read-grants": _e("PD-5.1-02 PD-5.1-01", skips="grants/overlapping-sessions"),
     "first-name-grants": _e("PD-5.1-01", skips="grants/persist-through-session"),
     "mixed-grants-nothing": _e("PD-5.1-01"),
     "short-lived-grants": _e("PD-5.1-03"),
@@ -110,7 +120,9 @@ EXPECTATIONS = {
     "closed-listing-schema": _e("PD-3.1-05"),
     # Catalog mode: the core reads, gates and calls the tools behind call_tool (none is listed to compare schemas).
     "catalog-good": _e(skips="resource-read/listed-schema-agrees"),
-    "catalog-any-read-grants": _e("PD-5.1-02 PD-5.1-01", skips="resource-read/listed-schema-agrees"),
+    "catalog-any-read-grants": _e(
+        "PD-5.1-02 PD-5.1-01", skips="resource-read/listed-schema-agrees grants/overlapping-sessions"
+    ),
 }
 
 # Each check added for issue 11 and the control that proves it can fail (FAILURE, or WARNING for a SHOULD).

@@ -6,10 +6,12 @@ from typing import Any
 
 import pytest
 from mcp_pd_conformance import Status
-from mcp_pd_conformance._checks import Discovery, extension_tools, resource_listing
+from mcp_pd_conformance._checks import Discovery
 from mcp_pd_conformance._documents import classify_call, read_body, same_selection_uri, schema_detail
+from mcp_pd_conformance._listing import extension_tools
 from mcp_pd_conformance._probe import ErrorInfo, Exchange
 from mcp_pd_conformance._record import Recorder
+from mcp_pd_conformance._resource_listing import resource_listing
 from mcp_pd_conformance._text import (
     call_example,
     explains_consequence,

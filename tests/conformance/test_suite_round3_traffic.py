@@ -36,6 +36,10 @@ def _result(report: Report, key: str) -> Status:
     """The status of check `key` (`id[era]`, or an id): of its one result, or the worst of its per-era results."""
     statuses = [r.status for r in report.results if key in (r.key, r.id)]
     assert statuses, key
+    if Status.SUCCESS in statuses:
+        # An era where the check could not run (2026-07-28 over HTTP: a pinned client without a session, issue 42)
+        # says so as INFO or SKIPPED; only a FAILURE or WARNING in some era outweighs a SUCCESS in another.
+        statuses = [s for s in statuses if s not in (Status.INFO, Status.SKIPPED)]
     return next((s for s in statuses if s is not Status.SUCCESS), statuses[0])
 
 
@@ -113,7 +117,9 @@ def test_a_gate_behind_validation_is_not_blamed_on_isolation(
     INVALID_ARGUMENTS: isolation and session-end pass; only the gate order fails, with advice about the gate."""
     report = traffic_reports["traffic-validates-first" if transport == "stdio" else "http traffic-validates-first"]
     text = render(report)
-    eras = ("legacy",) if transport == "stdio" else ("legacy", "2026-07-28")
+    # Over HTTP the 2026-07-28 era is a client pinned to it (issue 42), which this control refuses without a session
+    # (its argument-less probe draws INVALID_ARGUMENTS first): only the handshake era has sessions A, B and C.
+    eras = ("legacy",)
     for era in eras:
         for check in ISOLATION:
             assert _result(report, f"{check}[{era}]") is Status.SUCCESS, text

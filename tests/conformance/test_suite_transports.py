@@ -73,13 +73,21 @@ def test_correct_servers_pass_over_http_in_both_eras(server: str, http_reports: 
     report = http_reports[server]
     assert report.exit_code == 0, render(report)
     assert not [r for r in report.results if r.status is Status.FAILURE], render(report)
-    # Over HTTP the default client is steered to the handshake; a client pinned to 2026-07-28 gets an explicit refusal.
-    assert [e.negotiated for e in report.eras] == ["2025-11-25", "2025-11-25"]
+    # Over HTTP the default client is steered to the handshake; the 2026-07-28 era is exercised by a client pinned to
+    # it (issue 42: never the handshake again under the label [2026-07-28]), which gets an explicit refusal.
+    assert [(e.era, e.mode, e.negotiated) for e in report.eras] == [
+        ("legacy", "legacy", "2025-11-25"),
+        ("2026-07-28", "2026-07-28", "2026-07-28"),
+    ], render(report)
+    assert all(c.exercised for c in report.coverage), render(report)
+    assert "a client pinned to 2026-07-28 was answered" in render(report)
     fetch_then_call = next(r for r in report.results if r.id == "sessionless/fetch-then-call")
     assert fetch_then_call.status is Status.SUCCESS
     assert "SESSION_REQUIRED" in fetch_then_call.message
-    skipped = [r.key for r in report.results if r.status is Status.SKIPPED]
-    assert skipped == [], render(report)
+    # What needs a session in 2026-07-28 is skipped, saying why; the handshake era runs it all.
+    skipped = [r for r in report.results if r.status is Status.SKIPPED]
+    assert skipped and all(r.era == "2026-07-28" and "SESSION_REQUIRED" in r.message for r in skipped), render(report)
+    assert not [r for r in report.results if r.era == "legacy" and r.status is Status.SKIPPED], render(report)
 
 
 @pytest.mark.req("PD-2-01", "PD-2-02", "PD-2-03", "PD-4.3-04", "PD-5.1-04", "PD-5.2-03")

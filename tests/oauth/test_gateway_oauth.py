@@ -46,7 +46,9 @@ def test_the_suite_passes_against_the_gateway_with_a_token_from_the_idp(tmp_path
     )
     with http_command([params.command, *params.args, "--grants-per", "session", "--port"]) as url:
         refused = _check(url)
-        assert refused.returncode != 0 and "Unauthorized: this server needs an OAuth access token" in refused.stdout
+        # Said as a 401 (exit 3) with the server's OAuth challenge, which names where to get a token.
+        assert refused.returncode == 3 and "HTTP 401 Unauthorized: the server requires credentials" in refused.stdout
+        assert "WWW-Authenticate: Bearer resource_metadata=" in refused.stdout
         token = anyio.run(functools.partial(idp.client_credentials, resource=url, scope=SCOPE))
         done = _check(url, "--header", f"Authorization: Bearer {token}")
         assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
