@@ -52,6 +52,11 @@ LONGEST_FIRST = (
 )
 # Session fixtures that cost nothing to make again on each worker (a folder, a check that npm already installed).
 CHEAP_SESSION_FIXTURES = frozenset({"call_logs", "npm"})
+# Slow modules whose tests are spread over the workers one by one: each test costs minutes and the module's own
+# fixtures seconds (a copy of the checkout), so on one worker the module alone outlasted the rest of the run.
+SPREAD = ("test_doc_commands.py",)
+# Fixtures holding a fixed resource (the docs' port 8000): the tests using one run on the same worker, one at a time.
+FIXED_RESOURCES = ("port_8000",)
 
 
 def _shared_session_groups(items: list[pytest.Item]) -> dict[str, str]:
@@ -97,7 +102,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     slow = [item for item in items if item.get_closest_marker("slow")]
     groups = _shared_session_groups(slow)
     for item in slow:  # a module's fast tests (where only some are slow) stay units of their own
-        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid.split("::")[0]]))
+        held = [name for name in FIXED_RESOURCES if name in getattr(item, "fixturenames", ())]
+        if held:
+            item.add_marker(pytest.mark.xdist_group(held[0]))
+        elif not any(part in item.path.as_posix() for part in SPREAD):
+            item.add_marker(pytest.mark.xdist_group(groups[item.nodeid.split("::")[0]]))
     items.sort(key=_rank)
 
 
