@@ -504,6 +504,16 @@ def test_the_encoder_writes_any_json_value_exactly_a_slice_at_a_time() -> None:
                 assert max(len(piece) for piece in pieces) <= 4 * slice_size, max(len(piece) for piece in pieces)
 
 
+_BROKEN: tuple[bytes, ...] = (
+    b'{"a": "abc',
+    b'{"a": "ab\\x"}',
+    b'{"a": "ab\\u12"}',
+    b'["\\',
+    b'{"a": "a\x01"}',
+    b'{"a": 1,}',
+)
+
+
 def _tricky_value(rnd: random.Random, depth: int = 0) -> Any:
     pieces = ["a", '"', "\\", "\n", "é", "😀", "\ud83d", "\ude00", "\u2028", "/", "u", "\x01", " ", "\\u", "ab"]
     kind = rnd.random()
@@ -532,7 +542,35 @@ def test_a_big_line_decoded_in_slices_is_exactly_what_json_loads_makes_of_it() -
                 assert json.dumps(got) == json.dumps(expected), (data[:300], window, long)
     many = json.dumps([str(n) for n in range(50)]).encode()
     assert loads(many, window=16, long=1, max_strings=10) == json.loads(many)  # past the cap: json.loads whole
-    for broken in (b'{"a": "abc', b'{"a": "ab\\x"}', b'{"a": "ab\\u12"}', b'["\\', b'{"a": "a\x01"}', b'{"a": 1,}'):
+    for broken in _BROKEN:
         for window in (16, 4096):
             with pytest.raises(json.JSONDecodeError):
                 loads(broken + b" " * 40, window=window, long=1)
+
+
+@pytest.mark.req("PDX-STREAM-04")
+def test_a_line_of_very_many_strings_is_walked_a_member_at_a_time_into_exactly_what_json_loads_makes() -> None:
+    """Past `MAX_STRINGS` strings (a table of rows) the line is walked a member at a time: the same value as
+    `json.loads`, the same errors, whatever the spacing, nesting, repeated keys or odd numbers."""
+    from mcp_pd.gateway._slices import loads
+
+    rnd = random.Random(3939)
+    for _ in range(300):
+        value = _tricky_value(rnd)
+        for indent in (None, 1):
+            data = json.dumps(value, indent=indent, ensure_ascii=rnd.random() < 0.5).encode("utf-8", "surrogatepass")
+            assert json.dumps(loads(data, max_strings=0, walk_min=0)) == json.dumps(json.loads(data)), data[:200]
+    table = [{"id": n, "name": f"row {n}", "v": [n, n * 0.5, None, True, {"deep": [[f"{n}"]]}]} for n in range(500)]
+    for data in (
+        json.dumps({"result": {"structuredContent": {"rows": table}}}).encode(),
+        b' \n{ "a" : [ 1 , 2 , {"b" : NaN, "c": -Infinity, "b": 1e400} ] , "a": [1.5e-3, -0, 12345678901234567890] } ',
+    ):
+        assert json.dumps(loads(data, max_strings=0, walk_min=0)) == json.dumps(json.loads(data))
+    for broken in (*_BROKEN, b'{"a" 1}', b"[1 2]", b'{"a": 1} x', b"[", b'{"a": }', b"{1: 2}", b"[1,]", b""):
+        with pytest.raises(json.JSONDecodeError):
+            loads(broken, max_strings=0, walk_min=0)
+    deep = b"[" * 100_000 + b"]" * 100_000  # too deep to walk: left to json.loads, which says so too
+    with pytest.raises(RecursionError):
+        json.loads(deep)
+    with pytest.raises(RecursionError):
+        loads(deep, max_strings=0, walk_min=0)

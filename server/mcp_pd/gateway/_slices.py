@@ -15,9 +15,11 @@ decoded by `json.loads` at once.
 from __future__ import annotations
 
 import codecs
+import gc
 import json
 import re
 import secrets
+import threading
 from _json import scanstring  # the C decoder of one JSON string (what json.loads itself runs)
 from json.scanner import make_scanner  # the C decoder of one JSON value (likewise)
 from typing import Any, Final
@@ -136,6 +138,7 @@ def _restore(value: Any, tag: str, held: dict[str, str]) -> Any:
 
 
 _WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
+_COLLECTION: Final = threading.Lock()
 
 
 class _Walker:
@@ -148,9 +151,26 @@ class _Walker:
 
     def __init__(self, data: bytes) -> None:
         self.text = data.decode("utf-8", "surrogatepass")  # as `json.loads` decodes bytes
-        self.scan = make_scanner(json.JSONDecoder())
+        self.scan = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed: the C class only
 
     def document(self) -> Any:
+        # A table of rows is a million containers at once: each full collection during the walk (the collector runs
+        # in whichever thread allocates, holding the GIL) would walk them all, about a second in one step. The walk
+        # runs with automatic collection off, and what it built is then frozen (never walked by a collection again;
+        # reference counting still frees it, since decoded JSON holds no cycles). The young garbage is collected
+        # first, while it is little, so that little else is frozen with the table. One walk at a time.
+        with _COLLECTION:
+            enabled = gc.isenabled()
+            gc.collect(1)
+            gc.disable()
+            try:
+                return self._document()
+            finally:
+                gc.freeze()
+                if enabled:
+                    gc.enable()
+
+    def _document(self) -> Any:
         try:
             value, end = self._value(self._skip(0), walk=True)
         except RecursionError:
