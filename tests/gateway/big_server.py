@@ -7,7 +7,8 @@ a one-line summary as text); `file` returns a text of `mb` MiB and the same text
 (`{"content": text}`, as the reference filesystem server reads a file); `leak_and_die` prints its
 `secret` on stderr (as a server that logs its arguments or its environment would) and exits with code 7. With
 BIG_DIE_MARKER set, `leak_and_die` also writes the secret there, and while that file exists the server prints it
-and exits at start-up (a crash loop: every later call is refused while the gateway restarts it).
+and exits at start-up (a crash loop: every later call is refused while the gateway restarts it). With BIG_DONE_FILE
+set, each `big` answer adds a line there as it is sent (a test knows when every answer has reached the gateway).
 
 python big_server.py   serve over stdio
 """
@@ -77,7 +78,11 @@ async def call_tool(ctx: ServerRequestContext[Any, Any], params: types.CallToolR
     if params.name == "big":
         if args.get("delay"):
             await anyio.sleep(float(args["delay"]))
-        return _text(_varied(int(float(args["mb"]) * (1 << 20))))
+        result = _text(_varied(int(float(args["mb"]) * (1 << 20))))
+        if done := os.environ.get("BIG_DONE_FILE"):
+            with open(done, "a", encoding="utf-8") as file:
+                file.write("answered\n")
+        return result
     if params.name == "blocks":
         text = _varied(int(float(args.get("kb", 1024)) * 1024))
         count = int(args.get("count", 60))

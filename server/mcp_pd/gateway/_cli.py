@@ -232,7 +232,10 @@ async def _serve(
         print("mcp-pd proxy: the client disconnected; stopping the upstreams", file=sys.stderr)
         return
     from mcp_pd._http import OperatorAccess, describe_http, http_server
+    from mcp_pd._memory import return_big_frees
     from mcp_pd._metrics import PATH, metrics_app
+
+    return_big_frees()  # big answers' buffers go back to the system once freed (mcp_pd/_memory.py)
 
     metrics = serve_metrics(
         _pd,
