@@ -252,7 +252,7 @@ async def _serve(
         from ._admin import ADMIN_PATH, admin_app
 
         operator[ADMIN_PATH] = admin_app(pool=pool, gateway=gateway, pd=_pd, metrics=metrics)
-    # Large results' big strings are written in slices by the transport, not at once by the SDK, so one client's
+    # Large results' content is written in slices by the transport, not at once by the SDK, so one client's
     # big answer holds up no other client (gateway/_http_lane.py). Wrapped last: the metrics see the real result.
     http_lane = None
     if not args.no_lane:
@@ -284,7 +284,7 @@ async def _serve(
     _freeze_start_up()  # again once the upstreams started now have listed (_report_start)
     await web.serve()
     if http_lane is not None:  # for whoever tunes the gateway, not the user
-        logger.info("the HTTP lane wrote %d large string(s)", http_lane.taken)
+        logger.info("the HTTP lane wrote %d large value(s)", http_lane.taken)
 
 
 def _freeze_start_up() -> None:
