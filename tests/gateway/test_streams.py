@@ -25,6 +25,7 @@ from typing import Any
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 import mcp_types as types
 import pytest
 from gateway.gwtest import HERE, PLAIN, connect, describe, error_of, gateway_params, stdio, write_config
@@ -620,3 +621,65 @@ def test_a_line_of_very_many_strings_is_walked_a_member_at_a_time_into_exactly_w
         json.loads(deep)
     with pytest.raises(RecursionError):
         loads(deep, max_strings=0, walk_min=0)
+
+
+# A client that sends one `slow` call, says "sent", and waits to be killed.
+_HANG_UP = r"""
+import sys, anyio
+from mcp import Client
+
+async def main():
+    async with Client(sys.argv[1], mode=sys.argv[2], cache=None) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "slow", {})
+            await anyio.sleep(0.5)
+            print("sent", flush=True)
+            await anyio.sleep(3600)
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.req("PDX-HOLD-01")
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_big_result_finished_after_its_client_hung_up_is_held_by_nobody(mode: str) -> None:
+    """The call outlives its request (as an upstream call that is not cancelled does): its big result must not
+    stay in the lane, where nothing would ever write or drop it."""
+    from mcp.server.lowlevel import Server
+    from mcp_pd.gateway._http_lane import HttpLane
+    from pdtest import serve_asgi
+
+    release, finished = anyio.Event(), anyio.Event()
+    tools = [types.Tool(name="slow", input_schema={"type": "object"})]
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        with anyio.CancelScope(shield=True):
+            await release.wait()
+        finished.set()
+        return types.CallToolResult(content=_lane_blocks(50_000), structured_content={"rows": list(range(9000))})
+
+    server = Server("slow", on_list_tools=list_tools, on_call_tool=call_tool)
+    lane = HttpLane(threshold=_LANE_THRESHOLD, slice_size=97)
+    lane.instrument(server)
+    async with serve_asgi(lane.app(server.streamable_http_app())) as url:
+        client = subprocess.Popen([sys.executable, "-c", _HANG_UP, url, mode], stdout=subprocess.PIPE, text=True)
+        try:
+            assert client.stdout is not None
+            # Read off the loop: the server answering this client runs on it.
+            assert (await anyio.to_thread.run_sync(client.stdout.readline)).strip() == "sent"
+        finally:
+            client.kill()
+            client.wait()
+            if client.stdout is not None:
+                client.stdout.close()
+        await anyio.sleep(1)  # the server has seen the connection close
+        release.set()
+        with anyio.fail_after(10):
+            await finished.wait()
+        for _ in range(50):
+            await anyio.lowlevel.checkpoint()
+        await anyio.sleep(0.5)
+        assert lane.holding == 0, "a result nobody can receive is held by the lane"
