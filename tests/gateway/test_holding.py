@@ -9,7 +9,7 @@ allocator keeps of that is the gateway's steady state, not a leak).
 
 Not held yet: with `--no-lane`, clients that stop reading. The write timeout cuts them off, but in a run of the
 test below the gateway still held about 160 MiB (their eight answers) 30 s later over SSE, so that path is left
-out of it until that is understood (docs/STATUS.md).
+out of it until that is understood.
 """
 
 from __future__ import annotations
