@@ -43,7 +43,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 __all__ = ["THRESHOLD", "Encoder", "HttpLane"]
 
 THRESHOLD: Final = 1 << 20  # characters a result's strings add up to: smaller ones cost the SDK a few ms at most
-SLICE: Final = 1 << 20  # bytes encoded, and written, between two turns of the event loop
+# Bytes encoded, and written, between two turns of the event loop: about 1 ms of work, which another client's request
+# waits behind at worst (a 1 MiB slice cost about 4 ms, which a loaded machine stretches tenfold), and under the
+# allocator's threshold for buffers of their own (mcp_pd/_memory.py), so each slice's buffers are reused.
+SLICE: Final = 256 << 10
 MAX_COUNTED: Final = 4096  # blocks or structured values: a result with more is big, whatever its strings
 _KEY: Final = "mcp_pd.http_lane"  # the ASGI scope entry holding one request's deferred values
 _PREFIX: Final = "mcp-pd-deferred:"
