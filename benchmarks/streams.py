@@ -4,7 +4,8 @@
 N MiB, one JSON-RPC line of that size on the pipe; `blocks`, `rows`, `file`: the other shapes of a big result) and
 tests/gateway/plain_server.py (`echo`). Client A, in a process of its own (its own decoding of the answer must not
 slow the measuring loop), calls one of them; client B, in this process, calls `echo` every 20 ms until A has its
-answer. The figure is B's worst echo (and its median) while A's answer passes, and how long A waited. A runs in the
+answer. The figure is B's worst echo (and its median) while A's answer passes, how long A waited, and the
+gateway's CPU time meanwhile (which, unlike the wall-clock figures, a loaded machine does not inflate). A runs in the
 handshake era (the answer is one SSE event; A raises the SDK client's 1 MiB event limit) and in the 2026-07-28 era
 (one JSON body), the gateway in eager mode so that both eras call without a grant. Over the gateway's limit per
 message (64 MiB), A's call fails with an error instead and the upstream's line is skipped, never buffered. The
@@ -27,6 +28,7 @@ gateway is measured beside it for comparison.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -99,8 +101,15 @@ async def _wait_listening(url: str, process: subprocess.Popen[bytes]) -> None:
     raise TimeoutError("the gateway did not start")
 
 
-async def _round(url: str, tool: str, arguments: dict[str, Any], mode: str) -> dict[str, Any]:
-    """One answer of `tool(arguments)` to A while B echoes: B's latencies and what A got."""
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) the process has used so far: what the gateway's work costs, whatever else
+    the machine runs (the wall-clock figures above grow with the machine's load; this one does not)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _round(url: str, tool: str, arguments: dict[str, Any], mode: str, gateway: int) -> dict[str, Any]:
+    """One answer of `tool(arguments)` to A while B echoes: B's latencies, what A got, the gateway's CPU time."""
     a = subprocess.Popen(
         [sys.executable, "-c", _CLIENT_A, url, tool, json.dumps(arguments), mode],
         env=child_env(),
@@ -119,6 +128,7 @@ async def _round(url: str, tool: str, arguments: dict[str, Any], mode: str) -> d
                 start = time.perf_counter()
                 await b.call_tool("echo", {"text": "idle"})
                 idle.append(time.perf_counter() - start)
+            cpu = _cpu_seconds(gateway)
             a.stdin.write("go\n")
             a.stdin.flush()
             busy: list[float] = []
@@ -128,6 +138,7 @@ async def _round(url: str, tool: str, arguments: dict[str, Any], mode: str) -> d
                 await b.call_tool("echo", {"text": "busy"})
                 busy.append(time.perf_counter() - start)
                 await anyio.sleep(0.02)
+        cpu = _cpu_seconds(gateway) - cpu
         seconds, _, got = a.stdout.read().strip().partition(" ")
     finally:
         if a.poll() is None:
@@ -144,6 +155,8 @@ async def _round(url: str, tool: str, arguments: dict[str, Any], mode: str) -> d
         "b_worst_ms": round(max(busy) * 1000, 1),
         "b_p50_ms": round(percentile(busy, 50) * 1000, 1),
         "b_idle_worst_ms": round(max(idle) * 1000, 1),
+        "gateway_cpu_s": round(cpu, 2),
+        "load_1min": round(os.getloadavg()[0], 1),
     }
 
 
@@ -166,12 +179,13 @@ async def run(quick: bool, out: Path | None) -> Recorder:
                 if not lane and label in ("text 20 MiB", "text 80 MiB"):
                     continue  # without the lane: the comparison at the issues' sizes only
                 for mode in ("legacy", "auto"):
-                    row = {"case": label, **await _round(url, tool, arguments, mode), "lane": lane}
+                    row = {"case": label, **await _round(url, tool, arguments, mode, gateway.pid), "lane": lane}
                     rounds.append(row)
                     print(
                         f"  {label}, {row['era']}{'' if lane else ', --no-lane'}: B's echo worst "
                         f"{row['b_worst_ms']} ms, p50 {row['b_p50_ms']} ms ({row['b_echoes']} echoes; idle worst "
-                        f"{row['b_idle_worst_ms']} ms); A: {row['a_seconds']} s, {row['a_got']}"
+                        f"{row['b_idle_worst_ms']} ms); A: {row['a_seconds']} s, {row['a_got']}; "
+                        f"gateway CPU {row['gateway_cpu_s']} s, load {row['load_1min']}"
                     )
         finally:
             gateway.terminate()
@@ -201,7 +215,8 @@ async def run(quick: bool, out: Path | None) -> Recorder:
                 row["b_worst_ms"],
                 "ms",
                 row["b_worst_ms"] < GOAL_MS and not row["a_got"].startswith("error"),
-                f"idle worst {row['b_idle_worst_ms']} ms; with --no-lane: {without}",
+                f"idle worst {row['b_idle_worst_ms']} ms; gateway CPU {row['gateway_cpu_s']} s; load "
+                f"{row['load_1min']}; with --no-lane: {without}",
             )
     return recorder
 
