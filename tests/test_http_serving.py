@@ -406,11 +406,16 @@ def test_stateless_start_up_warns_that_progressive_tools_cannot_be_called_withou
 
 def test_start_up_prints_the_effective_limits() -> None:
     flags = ("--max-sessions", "7", "--session-idle-timeout", "90", "--max-body-size", "65536")
-    with cli_server(*flags, "--request-timeout", "2.5", "--keep-alive-timeout", "3") as (_, lines):
+    timeouts = ("--request-timeout", "2.5", "--keep-alive-timeout", "3", "--write-timeout", "12")
+    with cli_server(*flags, *timeouts) as (_, lines):
         assert "mcp-pd: sessions: at most 7; they end after 90 s idle" in lines
         assert (
             "mcp-pd: requests: body at most 65536 bytes, headers at most 16384 bytes; headers and then body each "
             "within 2.5 s (responses and SSE streams are not limited); idle connections closed after 3 s"
+        ) in lines
+        assert (
+            "mcp-pd: responses: a client that reads nothing of what it is owed for 12 s is disconnected and what "
+            "was held for it let go"
         ) in lines
         assert "mcp-pd: allowed Host: 127.0.0.1:*, localhost:*, [::1]:*" in lines
 

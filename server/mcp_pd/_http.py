@@ -371,16 +371,23 @@ class _CompleteRequests:
 
 
 class _PacedH11(H11Protocol):
-    """uvicorn's h11 protocol, with a deadline on each request head.
+    """uvicorn's h11 protocol, with a deadline on each request head and on each stall of a response.
 
     uvicorn bounds only the idle time *between* requests (keep-alive, cancelled by the first byte of the next
     one): a connection that never sends anything, or sends its headers a byte at a time, stays open for good.
     Here the head must be complete within `request_timeout` of the connection opening or of the request's first
-    byte; else the client gets 408 (if it had begun) and the connection is closed. Subclassed per server
-    (`_paced_h11`) because uvicorn builds one protocol per connection from the class alone.
+    byte; else the client gets 408 (if it had begun) and the connection is closed.
+
+    Nor does uvicorn bound a client that stops reading: its response waits in the socket's buffer (all of it, when
+    the app wrote it in one message) and the app waits for the buffer to drain, for as long as the socket stays
+    open. Here, once the transport's buffer is full (asyncio pauses the protocol), the client has `write_timeout`
+    to take something from it; else the connection is aborted, its buffer dropped, and the app sees the client
+    gone (what it held for that response is let go). Subclassed per server (`_paced_h11`) because uvicorn builds
+    one protocol per connection from the class alone.
     """
 
     request_timeout: float = HttpLimits.request_timeout
+    write_timeout: float = HttpLimits.write_timeout
     keep_alive_timeout: float = HttpLimits.keep_alive_timeout
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -389,6 +396,32 @@ class _PacedH11(H11Protocol):
         self.timeout_keep_alive = self.keep_alive_timeout  # type: ignore[assignment]
         self._head_deadline: asyncio.TimerHandle | None = None
         self._head_begun = False
+        self._write_deadline: asyncio.TimerHandle | None = None
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._write_deadline is None:
+            self._write_deadline = self.loop.call_later(self.write_timeout, self._write_timed_out)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._write_disarm()
+
+    def _write_disarm(self) -> None:
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def _write_timed_out(self) -> None:
+        self._write_deadline = None
+        if self.transport.is_closing() and self.transport.get_write_buffer_size() == 0:
+            return
+        self.logger.warning(
+            "Closing a connection whose client read nothing of its response for %g s (%d bytes waiting)",
+            self.write_timeout,
+            self.transport.get_write_buffer_size(),
+        )
+        self.transport.abort()  # not close(), which would wait for the client to read the buffer first
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -403,6 +436,7 @@ class _PacedH11(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._write_disarm()
         super().connection_lost(exc)
 
     def _arm(self, *, begun: bool) -> None:
@@ -432,7 +466,11 @@ class _PacedH11(H11Protocol):
 
 
 def _paced_h11(limits: HttpLimits) -> type[H11Protocol]:
-    attributes = {"request_timeout": limits.request_timeout, "keep_alive_timeout": limits.keep_alive_timeout}
+    attributes = {
+        "request_timeout": limits.request_timeout,
+        "write_timeout": limits.write_timeout,
+        "keep_alive_timeout": limits.keep_alive_timeout,
+    }
     return type("PacedH11Protocol", (_PacedH11,), attributes)
 
 
@@ -502,6 +540,8 @@ def describe_http(limits: HttpLimits, security: TransportSecuritySettings, *, st
         f"bytes; headers and then body each within {limits.request_timeout:g} s (responses and SSE streams are "
         "not limited); idle connections closed after "
         f"{limits.keep_alive_timeout:g} s",
+        f"responses: a client that reads nothing of what it is owed for {limits.write_timeout:g} s is disconnected "
+        "and what was held for it let go",
         f"allowed Host: {', '.join(security.allowed_hosts)}",
         f"allowed Origin (or none sent): {origins}",
     ]

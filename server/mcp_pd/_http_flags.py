@@ -89,6 +89,14 @@ def http_flags(p: argparse.ArgumentParser, *, operator: str) -> None:
         f"(default {d.request_timeout:g})",
     )
     g.add_argument(
+        "--write-timeout",
+        type=positive(seconds),
+        metavar="SECONDS",
+        help="time a client may leave its response unread (it reads nothing while the server has bytes for it) "
+        "before it is disconnected and what the server held for it is let go; a client that reads, however "
+        f"slowly, is not cut off (default {d.write_timeout:g})",
+    )
+    g.add_argument(
         "--keep-alive-timeout",
         type=positive(seconds),
         metavar="SECONDS",
@@ -129,6 +137,7 @@ _HTTP_FLAGS = (
     *_SESSION_FLAGS,
     "max_body_size",
     "request_timeout",
+    "write_timeout",
     "keep_alive_timeout",
     "allowed_host",
     "allowed_origin",
@@ -172,6 +181,7 @@ def http_settings(args: argparse.Namespace, command: str) -> HttpSettings:
         ),
         max_body_bytes=args.max_body_size or d.max_body_bytes,
         request_timeout=args.request_timeout or d.request_timeout,
+        write_timeout=args.write_timeout or d.write_timeout,
         keep_alive_timeout=args.keep_alive_timeout or d.keep_alive_timeout,
     )
     if args.transport != "http":

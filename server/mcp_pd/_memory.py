@@ -9,6 +9,13 @@ once freed (its pages stay the process's unless they happen to be at its very to
 left 180 MiB behind. Setting the threshold explicitly turns that adjustment off (glibc documents it so): buffers
 of `THRESHOLD` bytes or more are always mappings of their own and always given back. Elsewhere (musl, macOS,
 Windows) nothing is changed.
+
+The threshold is 4 MiB, not lower: a fresh mapping is zeroed memory the process faults in page by page and unmaps
+again, so every buffer at or over it costs that much more. The buffers a big answer passes through a piece at a
+time (the HTTP lane's slices, 256 KiB; the decoder's windows, 1 MiB of characters) stay under it and come from the
+heap, reused piece after piece; at 1 MiB they were mappings each, and 60 MiB through the lane cost 0.3-0.5 s more
+CPU (benchmarks/streams.py, the gateway's CPU per answer). The buffers that hold a whole answer (the upstream's
+line, the decoded string) are over it and go back to the system once freed.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from typing import Final
 
 __all__ = ["THRESHOLD", "return_big_frees"]
 
-THRESHOLD: Final = 1 << 20  # bytes: Python's own small objects never reach it (pymalloc serves up to 512 bytes)
+THRESHOLD: Final = 4 << 20  # bytes: over every piece a big answer is handled in, under the answers themselves
 _M_MMAP_THRESHOLD: Final = -3  # glibc's malloc.h
 
 logger = logging.getLogger(__name__)

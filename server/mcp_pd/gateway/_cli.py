@@ -360,6 +360,9 @@ async def _serve(
         return
     from mcp_pd._cli import metrics_routes
     from mcp_pd._http import OperatorAccess, describe_http, http_server
+    from mcp_pd._memory import return_big_frees
+
+    return_big_frees()  # big answers' buffers go back to the system once freed (mcp_pd/_memory.py)
 
     metrics = serve_metrics(
         _pd,
@@ -377,7 +380,7 @@ async def _serve(
         from ._admin import ADMIN_PATH, admin_app
 
         operator[ADMIN_PATH] = admin_app(pool=pool, gateway=gateway, pd=_pd, metrics=metrics, audit=audit)
-    # Large results' big strings are written in slices by the transport, not at once by the SDK, so one client's
+    # Large results' content is written in slices by the transport, not at once by the SDK, so one client's
     # big answer holds up no other client (gateway/_http_lane.py). Wrapped last: the metrics see the real result.
     http_lane = None
     if not args.no_lane:
@@ -413,7 +416,7 @@ async def _serve(
     finally:
         web_state.done.set()
     if http_lane is not None:  # for whoever tunes the gateway, not the user
-        logger.info("the HTTP lane wrote %d large string(s)", http_lane.taken)
+        logger.info("the HTTP lane wrote %d large value(s)", http_lane.taken)
 
 
 def _freeze_start_up() -> None:

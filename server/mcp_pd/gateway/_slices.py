@@ -5,30 +5,40 @@ result), and the event loop, which serves every other client, waits that long. M
 long strings (a file's text, an image's data), so here each string of `LONG` characters or more is decoded in
 windows of at most `WINDOW` characters (the C decoder's own `scanstring`, told where to stop by a quote appended
 to the window), and the rest, with those strings replaced by placeholders, is decoded at once; between steps the
-interpreter can switch threads. A message made of very many strings is decoded by `json.loads` after all (past
-`MAX_STRINGS`, visiting each string here would cost more than it spares), as is one not in UTF-8.
+interpreter can switch threads. A message made of very many strings (past `MAX_STRINGS`: a table of rows as
+structured content) is instead walked (`_Walker`): its arrays and objects are read here a member at a time, each
+member by the C decoder's own `scan_once`, so no step is longer than one member (600,000 rows are 600,000 short
+steps, where `json.loads` held the GIL for the whole table). A message under `WALK_MIN` bytes, or not in UTF-8, is
+decoded by `json.loads` at once.
 """
 
 from __future__ import annotations
 
 import codecs
+import gc
 import json
 import re
 import secrets
+import threading
 from _json import scanstring  # the C decoder of one JSON string (what json.loads itself runs)
+from json.scanner import make_scanner  # the C decoder of one JSON value (likewise)
 from typing import Any, Final
 
-__all__ = ["LONG", "loads"]
+__all__ = ["LONG", "WALK_MIN", "loads"]
 
 LONG: Final = 64 * 1024  # characters: a string this long is decoded in windows, and held out of the rest
 WINDOW: Final = 1 << 20  # characters decoded (or bytes turned into text) in one step
 FIRST_WINDOW: Final = 4096  # most strings are short: they are found whole in a window this size
 MAX_STRINGS: Final = 10_000
+WALK_MIN: Final = 1 << 20  # bytes: a smaller message of many strings is decoded by `json.loads` at once
+WIDE: Final = 64  # members: past these, a container's members are decoded whole, each by one `scan_once`
 _HIGH: Final = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
 _LOW: Final = re.compile(rb"\\u[dD][c-fC-F][0-9a-fA-F]{2}")
 
 
-def loads(data: bytes, *, window: int = WINDOW, long: int = LONG, max_strings: int = MAX_STRINGS) -> Any:
+def loads(
+    data: bytes, *, window: int = WINDOW, long: int = LONG, max_strings: int = MAX_STRINGS, walk_min: int = WALK_MIN
+) -> Any:
     """`json.loads(data)`, decoded a slice at a time (module doc). Raises ValueError as `json.loads` does."""
     if json.detect_encoding(data[:4]) != "utf-8" or data[:3] == codecs.BOM_UTF8:
         return json.loads(data)
@@ -48,8 +58,8 @@ def loads(data: bytes, *, window: int = WINDOW, long: int = LONG, max_strings: i
             copied = end
         found = data.find(b'"', end)
     else:
-        if found >= 0:
-            return json.loads(data)  # very many strings: the C decoder in one go
+        if found >= 0:  # very many strings: a member at a time (or, for a small message, in one go)
+            return json.loads(data) if len(data) < walk_min else _Walker(data).document()
     if not held:
         return json.loads(data)
     skeleton.append(data[copied:])
@@ -125,3 +135,102 @@ def _restore(value: Any, tag: str, held: dict[str, str]) -> Any:
                 if isinstance(item, dict | list):
                     stack.append(item)
     return root[0]
+
+
+_WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
+_COLLECTION: Final = threading.Lock()
+
+
+class _Walker:
+    """A JSON document read a member at a time: arrays and objects here, each member by the C decoder
+    (`scan_once`, what `json.loads` runs for every value), so the GIL is free between members. A container's first
+    `WIDE` members that are themselves containers are walked into too (the envelope, the result, its structured
+    content, a table in it: a few narrow levels above one wide one); past `WIDE` members a container is a table,
+    and each member is one `scan_once`. The values are `json.loads`'s (its scanner, `strict`, NaN and Infinity
+    accepted); errors are its `JSONDecodeError`s. Nesting too deep for recursion here falls back to `json.loads`."""
+
+    def __init__(self, data: bytes) -> None:
+        self.text = data.decode("utf-8", "surrogatepass")  # as `json.loads` decodes bytes
+        self.scan = make_scanner(json.JSONDecoder())  # type: ignore[arg-type]  # typeshed: the C class only
+
+    def document(self) -> Any:
+        # A table of rows is a million containers at once: each full collection during the walk (the collector runs
+        # in whichever thread allocates, holding the GIL) would walk them all, about a second in one step. The walk
+        # runs with automatic collection off, and what it built is then frozen (never walked by a collection again;
+        # reference counting still frees it, since decoded JSON holds no cycles). The young garbage is collected
+        # first, while it is little, so that little else is frozen with the table. One walk at a time.
+        with _COLLECTION:
+            enabled = gc.isenabled()
+            gc.collect(1)
+            gc.disable()
+            try:
+                return self._document()
+            finally:
+                gc.freeze()
+                if enabled:
+                    gc.enable()
+
+    def _document(self) -> Any:
+        try:
+            value, end = self._value(self._skip(0), walk=True)
+        except RecursionError:
+            return json.loads(self.text)
+        end = self._skip(end)
+        if end != len(self.text):
+            raise json.JSONDecodeError("Extra data", self.text, end)
+        return value
+
+    def _skip(self, at: int) -> int:
+        match = _WHITESPACE.match(self.text, at)
+        return at if match is None else match.end()
+
+    def _value(self, at: int, *, walk: bool) -> tuple[Any, int]:
+        opening = self.text[at : at + 1]
+        if walk and opening == "[":
+            return self._array(at + 1)
+        if walk and opening == "{":
+            return self._object(at + 1)
+        try:
+            return self.scan(self.text, at)  # type: ignore[no-any-return,unused-ignore]
+        except StopIteration as stop:
+            raise json.JSONDecodeError("Expecting value", self.text, stop.value) from None
+
+    def _array(self, at: int) -> tuple[list[Any], int]:
+        values: list[Any] = []
+        at = self._skip(at)
+        if self.text[at : at + 1] == "]":
+            return values, at + 1
+        while True:
+            value, at = self._value(at, walk=len(values) < WIDE)
+            values.append(value)
+            at = self._skip(at)
+            delimiter = self.text[at : at + 1]
+            if delimiter == "]":
+                return values, at + 1
+            if delimiter != ",":
+                raise json.JSONDecodeError("Expecting ',' delimiter", self.text, at)
+            at = self._skip(at + 1)
+
+    def _object(self, at: int) -> tuple[dict[str, Any], int]:
+        values: dict[str, Any] = {}
+        members = 0
+        at = self._skip(at)
+        if self.text[at : at + 1] == "}":
+            return values, at + 1
+        while True:
+            if self.text[at : at + 1] != '"':
+                raise json.JSONDecodeError("Expecting property name enclosed in double quotes", self.text, at)
+            key, at = scanstring(self.text, at + 1, True)
+            at = self._skip(at)
+            if self.text[at : at + 1] != ":":
+                raise json.JSONDecodeError("Expecting ':' delimiter", self.text, at)
+            value, at = self._value(self._skip(at + 1), walk=members < WIDE)
+            values[key] = value  # a repeated key: the last one wins, as in `json.loads`
+            members += 1
+            at = self._skip(at)
+            delimiter = self.text[at : at + 1]
+            if delimiter == "}":
+                return values, at + 1
+            if delimiter != ",":
+                raise json.JSONDecodeError("Expecting ',' delimiter", self.text, at)
+            at = self._skip(at + 1)
