@@ -355,3 +355,23 @@ def profile_runs(call_logs: Path) -> tuple[dict[str, Report], ProfileCli]:
             out, err = proc.communicate(timeout=120)
             cli[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     return reports, cli
+
+
+# The shared fixtures here and in the modules (session and module scope) each run the suite against many servers
+# (stdio_reports: about 50, four at a time). The first test that needs one pays for making it inside its own deadline
+# (pyproject's `timeout`, there to stop a hang, not to bound a fixture a module's worth of tests share): on a loaded
+# 2-core machine that took over 300 s and errored every test sharing it. Those tests get a deadline that fits.
+SHARED_FIXTURE_TIMEOUT = 1800
+_HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _HERE not in item.path.parents or item.get_closest_marker("timeout"):
+            continue  # this hook sees every collected item: only the suite's own tests here
+        info = getattr(item, "_fixtureinfo", None)
+        definitions = info.name2fixturedefs.values() if info is not None else ()
+        shared = (d for defs in definitions for d in defs if d.scope in ("module", "session"))
+        # Only the suite's own (defined under tests/conformance), and not the folder `call_logs` is.
+        if any(d.baseid.startswith("tests/conformance") and d.argname != "call_logs" for d in shared):
+            item.add_marker(pytest.mark.timeout(SHARED_FIXTURE_TIMEOUT))
