@@ -94,3 +94,14 @@ def test_a_model_with_nothing_to_rewrite_is_loaded_as_it_is(tmp_path: Path, capl
     with caplog.at_level(logging.WARNING, logger="mcp_pd._search.int8"), int8_model(path, digest) as rewritten:
         assert rewritten is None
     assert caplog.text == ""
+
+
+def test_a_texts_vector_does_not_depend_on_the_texts_embedded_with_it() -> None:
+    # The rewritten graph quantizes activations per run: a vector cache (text -> vector) is only sound if a text's
+    # vector is the text's alone, whatever it was embedded beside.
+    embedder = default_embedder()
+    assert embedder is not None
+    alone = embedder.embed(["read a text file"])[0]
+    others = ["x", "read a text file", "remember that Alice prefers tea " * 20, "send an email to the team"]
+    beside = embedder.embed(others)[1]
+    assert np.array_equal(alone, beside)

@@ -195,6 +195,10 @@ class MiniLMEmbedder:
         # The int8 weights kept int8 (int8.py): 90 MB of float32 copies not made at load.
         with int8_model(model, self._digest) if int8 else nullcontext() as rewritten:
             self._rewrite = "" if rewritten is None else f"+{REWRITE_ID}"
+            # The rewritten graph quantizes its activations per run, over the whole batch: batched, a text's vector
+            # would depend on the texts beside it (and the padding). One text a run makes it the text's alone, at
+            # no cost (322 catalog tools: 3.5 s of CPU, 3.8 s in fours; the folded graph: 4.8 s in fours).
+            self._batch = _BATCH if rewritten is None else 1
             source = model if rewritten is None else rewritten
             self._session = ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
         self._lock = threading.Lock()
@@ -210,8 +214,8 @@ class MiniLMEmbedder:
         # Similar lengths share a batch so little is spent on padding.
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
         out = np.zeros((len(encoded), 384), dtype=np.float32)
-        for start in range(0, len(order), _BATCH):
-            batch = order[start : start + _BATCH]
+        for start in range(0, len(order), self._batch):
+            batch = order[start : start + self._batch]
             width = max(len(encoded[i]) for i in batch)
             ids = np.zeros((len(batch), width), dtype=np.int64)
             mask = np.zeros((len(batch), width), dtype=np.int64)
