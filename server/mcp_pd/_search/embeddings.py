@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import logging
 import threading
 import unicodedata
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ else:
 
 __all__ = ["Embedder", "EmbeddingUnavailable", "MiniLMEmbedder", "default_embedder"]
 
+logger = logging.getLogger(__name__)
 _DATA: Final = Path(__file__).resolve().parent / "data"
 _VOCAB: Final = _DATA / "minilm-vocab.txt"
 _VOCAB_SHA256: Final = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"
@@ -152,7 +154,8 @@ def _is_cjk(ch: str) -> bool:
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, mean pooling), one thread, small batches (`_BATCH`).
+    """all-MiniLM-L6-v2 (int8 ONNX, 384 dimensions, mean pooling), one thread; one text a run on the int8
+    rewrite, small batches (`_BATCH`) on the graph as shipped.
 
     `model_path` and `sha256` run another ONNX export of a BERT-uncased sentence model with the same inputs,
     output and vocabulary (docs/search.md); the file is refused unless its SHA-256 is `sha256`. `int8=False`
@@ -192,15 +195,24 @@ class MiniLMEmbedder:
         # No arena: it keeps the largest activations a run ever needed for the life of the process (a catalog
         # server at 321 tools: 326 MB with it, 299 without, same CPU). benchmarks/memory.py.
         options.enable_cpu_mem_arena = False
+        providers = ["CPUExecutionProvider"]
+        session = None
         # The int8 weights kept int8 (int8.py): 90 MB of float32 copies not made at load.
         with int8_model(model, self._digest) if int8 else nullcontext() as rewritten:
-            self._rewrite = "" if rewritten is None else f"+{REWRITE_ID}"
-            # The rewritten graph quantizes its activations per run, over the whole batch: batched, a text's vector
-            # would depend on the texts beside it (and the padding). One text a run makes it the text's alone, at
-            # no cost (322 catalog tools: 3.5 s of CPU, 3.8 s in fours; the folded graph: 4.8 s in fours).
-            self._batch = _BATCH if rewritten is None else 1
-            source = model if rewritten is None else rewritten
-            self._session = ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+            if rewritten is not None:
+                try:
+                    session = ort.InferenceSession(str(rewritten), options, providers=providers)
+                except Exception as exc:  # onnxruntime's errors share no base class; the shipped graph still runs
+                    logger.warning(
+                        "semantic search: the int8 rewrite did not load (%s); loading the model as shipped", exc
+                    )
+        on_int8 = session is not None
+        self._session = session or ort.InferenceSession(str(model), options, providers=providers)
+        self._rewrite = f"+{REWRITE_ID}" if on_int8 else ""
+        # The rewritten graph quantizes its activations per run, over the whole batch: batched, a text's vector
+        # would depend on the texts beside it (and the padding). One text a run makes it the text's alone, at no
+        # cost (322 catalog tools: 3.5 s of CPU, 3.8 s in fours; the folded graph: 4.8 s in fours).
+        self._batch = 1 if on_int8 else _BATCH
         self._lock = threading.Lock()
 
     @property

@@ -9,13 +9,15 @@ This rewrite keeps them int8 for good: each `MatMul` that takes a dequantized we
 `com.microsoft.DynamicQuantizeMatMul` (the int8 weight and its per-column scale as they are; the activations
 quantized per run, as onnxruntime's own dynamic quantization does), and each embedding `Gather` picks int8 rows
 and their scales first, then turns only those rows to float. Vectors over the 322 catalog tools: cosine 0.994 on
-average (0.981 worst) to the folded graph's; search quality and memory: benchmarks/search.py, benchmarks/memory.py.
+average (0.985 worst, one text a run) to the folded graph's; search quality and memory: docs/search.md,
+benchmarks/memory.py.
 
 It runs in a child process (`python -m mcp_pd._search.int8 MODEL SHA256 OUT`, the rewritten model in a temporary
 file): the ONNX library and the protobuf copies of the graph it builds never stay in the server. Without the `onnx`
-package, or on any failure, the caller loads the model as it is (more memory, same ranking) and logs why once.
+package, or on any failure (the child's, or onnxruntime refusing the rewritten file), the caller loads the model as
+it is (more memory, same ranking) and logs why.
 
-Knows nothing about tokenizers, tools or the index: a model file in, a model's bytes out.
+Knows nothing about tokenizers, tools or the index: a model file in, a model file out.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def rewrite(model: Any) -> int:
     replaced: dict[int, list[Any]] = {}
     added: list[Any] = []
     for node in graph.node:
-        weight = _dequantized_weight(node, producer, initializers)
+        weight = _dequantized_weight(node, producer, consumers, initializers)
         if weight is None:
             continue
         cast, quantized, scale = weight
@@ -132,19 +134,23 @@ def rewrite(model: Any) -> int:
 
 
 def _dequantized_weight(
-    node: Any, producer: dict[str, Any], initializers: dict[str, Any]
+    node: Any, producer: dict[str, Any], consumers: dict[str, list[Any]], initializers: dict[str, Any]
 ) -> tuple[Any, str, str] | None:
-    """(the Cast, the int8 initializer, the scale initializer) when `node` is `Mul(Cast(int8 constant), constant)`."""
+    """(the Cast, the int8 initializer, the scale initializer) when `node` is `Mul(Cast(int8 constant) to float32,
+    float32 constant)` and that Cast feeds nothing else (it is dropped with the Mul)."""
     if node.op_type != "Mul" or len(node.input) != 2:
         return None
     cast = producer.get(node.input[0])
-    scale = node.input[1]
-    if cast is None or cast.op_type != "Cast" or scale not in initializers:
+    scale = initializers.get(node.input[1])
+    if cast is None or cast.op_type != "Cast" or scale is None or scale.data_type != 1:  # TensorProto.FLOAT
+        return None
+    to = next((a.i for a in cast.attribute if a.name == "to"), None)
+    if to != 1 or consumers[cast.output[0]] != [node]:
         return None
     quantized = initializers.get(cast.input[0])
     if quantized is None or quantized.data_type != 3:  # TensorProto.INT8
         return None
-    return cast, quantized.name, scale
+    return cast, quantized.name, scale.name
 
 
 def _gathers_rows(node: Any, table: str) -> bool:

@@ -245,9 +245,10 @@ def mend(value: Any, line: bytes) -> Any:
                 node[key] = _mended(item)
             elif isinstance(item, dict | list):
                 stack.append(item)
-        if isinstance(node, dict) and any(isinstance(k, str) and _mended(k) != k for k in node):
-            for key in [k for k in node if _mended(k) != k]:
-                node[_mended(key)] = node.pop(key)
+        if isinstance(node, dict):
+            for key, mended in [(k, _mended(k)) for k in node if isinstance(k, str)]:
+                if mended != key:
+                    node[mended] = node.pop(key)
     return value
 
 
