@@ -19,6 +19,7 @@ import pytest
 from mcp_pd_conformance import ERAS, Options, Report, Target, run_suite
 from pdtest import CATALOGS, http_command
 from pdtest_suite import run_many
+from pdtest_zygote import forked_argv
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -114,7 +115,9 @@ def _skips(defect: str) -> tuple[str, ...]:
 
 
 def control_argv(defect: str, *extra: str) -> tuple[str, ...]:
-    return (sys.executable, str(CONTROLS), defect, *extra)
+    """`python pdconf_controls.py DEFECT EXTRA...`, started as a fork of this worker's zygote (pdtest_zygote: the
+    controls are test doubles, started about a thousand times a run; their imports are paid once)."""
+    return forked_argv(CONTROLS, defect, *extra)
 
 
 def reference_argv(*extra: str) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ from mcp_pd_conformance import Options, Report, Status, Target, render
 from mcp_pd_conformance._text import only_the_name, usage_instruction
 from pdtest import CATALOGS, http_command
 from pdtest_suite import keys, run_options
+from pdtest_zygote import forked_argv
 
 CONTROLS = Path(__file__).resolve().parent / "pdconf_controls.py"
 # Each defect is in a document: one discovery session shows it; the calling scenarios only add processes.
@@ -83,8 +84,8 @@ def _options(target: Target) -> Options:
 def doc_reports() -> dict[str, Report]:
     """Every doc-* control and `good`, over stdio and over HTTP (one process serving each at /DEFECT/mcp)."""
     names = ["good", *DEFECTS]
-    options = {f"stdio {d}": _options(Target(stdio=(sys.executable, str(CONTROLS), d))) for d in names}
-    with http_command((sys.executable, str(CONTROLS), *names, "--http")) as url:
+    options = {f"stdio {d}": _options(Target(stdio=forked_argv(CONTROLS, d))) for d in names}
+    with http_command(forked_argv(CONTROLS, *names, "--http")) as url:
         base = url.removesuffix("/mcp")
         options |= {f"http {d}": _options(Target(url=f"{base}/{d}/mcp")) for d in names}
         return run_options(options)

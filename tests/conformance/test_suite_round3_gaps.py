@@ -12,7 +12,6 @@ so the 2026-07-28 era is negotiated by handshake: `gap-undeclared-modern` is std
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from mcp_pd_conformance import ERAS, Options, Report, Status, Target, render
 from mcp_pd_conformance._spec import Era
 from pdtest import http_command
 from pdtest_suite import keys, run_options
+from pdtest_zygote import forked_argv
 
 CONTROLS = Path(__file__).resolve().parent / "pdconf_controls.py"
 CALLING = ("authorization", "grants", "isolation", "session-end", "sessionless")
@@ -73,11 +73,11 @@ def gap_reports() -> dict[str, Report]:
     (one process serving each at /CONTROL/mcp)."""
     runs = {**GAPS, "good": GOOD}
     options = {
-        f"stdio {name}": Options(Target(stdio=(sys.executable, str(CONTROLS), name)), eras=gap.eras, skip=gap.skip)
+        f"stdio {name}": Options(Target(stdio=forked_argv(CONTROLS, name)), eras=gap.eras, skip=gap.skip)
         for name, gap in runs.items()
     }
     over_http = ["good", *(name for name, gap in GAPS.items() if gap.http)]
-    with http_command((sys.executable, str(CONTROLS), *over_http, "--http")) as url:
+    with http_command(forked_argv(CONTROLS, *over_http, "--http")) as url:
         base = url.removesuffix("/mcp")
         for name in over_http:
             options[f"http {name}"] = Options(Target(url=f"{base}/{name}/mcp"), eras=("legacy",), skip=runs[name].skip)

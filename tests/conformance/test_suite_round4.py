@@ -7,7 +7,6 @@ where the change shows there (one process serving each control at /CONTROL/mcp).
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from mcp_pd_conformance._spec import Era
 from mcp_pd_conformance._text import explains_authorization, sequential_steps
 from pdtest import http_command
 from pdtest_suite import keys, run_options
+from pdtest_zygote import forked_argv
 
 CONTROLS = Path(__file__).resolve().parent / "pdconf_controls.py"
 NOT_AUTHORIZATION = ("authorization", "isolation", "session-end", "sessionless")
@@ -42,7 +42,7 @@ OVER_HTTP = ("modern-only", "modern-bare-missing", "handshake-only", "racy-sessi
 
 
 def _argv(*controls: str) -> tuple[str, ...]:
-    return (sys.executable, str(CONTROLS), *controls)
+    return forked_argv(CONTROLS, *controls)
 
 
 def _stdio(name: str, eras: tuple[Era, ...] = ERAS, skip: tuple[str, ...] = ()) -> Options:
