@@ -125,6 +125,7 @@ def _serve(path: str, script: str) -> None:
                     for pid in children:
                         _kill(pid)
                     os.unlink(path)
+                    os.rmdir(os.path.dirname(path))
                     return
             elif key.data == "child":
                 os.read(wake_read, 4096)
