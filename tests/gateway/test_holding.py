@@ -10,8 +10,13 @@ allocator keeps of that is the gateway's steady state, not a leak).
 Not held yet, both with `--no-lane` over SSE (the handshake era), where the SDK's own path writes the answer:
 clients that stop reading (the write timeout cuts them off, but the gateway still held about 160 MiB, their eight
 answers, 30 s later), and clients that hang up (on a quiet machine the gateway held 162-170 MiB over its baseline
-of 104 MiB, growing as the answers arrived: the SDK keeps an answer for a request whose stream has gone until the
-session ends). Those two paths are left out below until that is fixed (issue 39 stays open on it; docs/STATUS.md).
+of 104 MiB; in one run of session 17 at load 5 it let go, so the outcome depends on whether the call is cancelled
+before its answer arrives). The cause, found in session 17 (a dump of the gateway's coroutines): the SDK's
+`StreamableHTTPServerTransport.connect.message_router` routes each outgoing message in an `async for
+session_message in ...` loop, and that loop variable keeps the last message routed (here the 20 MiB response,
+20,992,393 bytes in each of the eight sessions) alive until the session sends something else or ends (the idle
+timeout: 1800 s by default). The lane's path is not affected (the router then holds a placeholder). Those two paths
+are left out below until that is fixed (issue 39 stays open on it; docs/STATUS.md).
 """
 
 from __future__ import annotations
