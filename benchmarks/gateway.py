@@ -303,14 +303,15 @@ async def run(quick: bool, out: Path | None) -> Recorder:
     )
     for name, figures in overhead.items():
         value = figures["ratio"]["p50"]
-        # Issue 21: <= 1.30x for the no-op echo of a plain-SDK server; the others are reported against the same bar.
+        # Issue 44 (from issue 21's 1.30x): <= 1.25x for an echo through the gateway, each upstream against its own
+        # direct call in the same run.
         recorder.goal(
             f"G-overhead-{name}",
             f"authorized call through the gateway / direct, p50, stdio ({name} upstream)",
-            "<= 1.30x",
+            "<= 1.25x",
             value,
             "x",
-            value <= 1.30,
+            value <= 1.25,
             f"+{figures['added_p50_ms']} ms per call; bare relay {figures['relay_ratio']['p50']}x"
             + (f"; FastMCP create_proxy {figures['fastmcp_ratio']['p50']}x" if "fastmcp_ratio" in figures else ""),
         )
