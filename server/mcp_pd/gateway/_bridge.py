@@ -30,21 +30,19 @@ import contextlib
 import logging
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
 from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.server.context import ServerRequestContext
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp.shared.message import ServerMessageMetadata
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from mcp_pd._sessions import ClientId, SessionPolicy, SessionResolver
 from mcp_pd._sessions import connection as _connection
 
+from ._asking import ClientAsker, Outcome, client_capabilities, modern
 from ._roots import RootsKeeper, SessionHost
 from ._rounds import Rounds
 
@@ -54,15 +52,9 @@ logger = logging.getLogger("mcp_pd.gateway")
 
 Context: TypeAlias = ServerRequestContext[Any, Any]
 Sessions: TypeAlias = Callable[[], list[tuple[str, ClientSession]]]
-Outcome: TypeAlias = Literal["answered", "refused", "unreached"]
 # How long an upstream's request waits for a first client to connect: an upstream started with the gateway asks
 # for roots before the client that launched the gateway has finished its handshake.
 FIRST_CLIENT_WAIT: Final = 10.0
-REQUEST_TIMEOUT: Final = 300.0
-
-
-def _modern(conn: Any) -> bool:
-    return getattr(conn, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
 
 
 class ClientBridge:
@@ -80,6 +72,7 @@ class ClientBridge:
         # 2026-07-28 client's upstream call waits for its input between rounds; `pool`: opens and stops sessions.
         self._sessions = sessions
         self.rounds = Rounds(task_group)
+        self.asker = ClientAsker(self.rounds)  # the one client chosen for a request, asked it
         self._wait = first_client_wait
         # Served over stdio, the gateway has one client: what no call explains is for it (set by the CLI).
         self.single_client = False
@@ -121,7 +114,7 @@ class ClientBridge:
         be answered `input_required` (a listing): a 2026-07-28 client is then not asked."""
         client = self.seen(ctx)
         conn = _connection(ctx)
-        wanted = _capabilities(conn)
+        wanted = client_capabilities(conn)
 
         async def called() -> Any:
             async with self.roots.turn(upstream, client) as session:
@@ -129,7 +122,7 @@ class ClientBridge:
                     await self.roots.give(session, client, can_answer=wanted.roots is not None)
                     return await work(session)
 
-        if params is not None and _modern(conn) and (wanted.roots or wanted.sampling or wanted.elicitation):
+        if params is not None and modern(conn) and (wanted.roots or wanted.sampling or wanted.elicitation):
             return await self.rounds.serve(ctx, params, request, called, client)
         return await called()
 
@@ -150,7 +143,7 @@ class ClientBridge:
         """Which client `ctx` comes from; a handshake-era connection is remembered until its session ends."""
         client = self.identify(ctx)
         conn = _connection(ctx)
-        if client.lasting and conn is not None and not _modern(conn) and client.key not in self._conns:
+        if client.lasting and conn is not None and not modern(conn) and client.key not in self._conns:
             self._conns[client.key] = conn
             self._joined.set()
         elif client.lasting and self.single_client:
@@ -162,7 +155,7 @@ class ClientBridge:
         client connected asked nobody for roots: they ask again now (over HTTP a call gives its client's roots)."""
         known = self.identify(ctx).key in self._conns
         self.seen(ctx)
-        if not known and self.single_client and _capabilities(_connection(ctx)).roots is not None:
+        if not known and self.single_client and client_capabilities(_connection(ctx)).roots is not None:
             for key, session in self._sessions():
                 if self.roots.holder(key) is None:
                     await _tell_roots_changed(key, session)
@@ -310,61 +303,7 @@ class ClientBridge:
             error = types.ErrorData(code=types.INVALID_REQUEST, message=f"{label} not available: {target}.")
             return error, "unreached", None
         ctx, conn, client = target
-        if capability == "roots" and not client.lasting:
-            # A request alone never gives roots: the session would hold the roots of a client that is gone at once.
-            message = (
-                "Roots not available: this request has no session or credential, and the gateway gives an upstream "
-                "only the roots of a client it can tell apart (a session, or a bearer token)."
-            )
-            return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused", None
-        if getattr(_capabilities(conn), capability) is None:
-            if capability == "roots":
-                # A client without roots has none: the empty list says so, where an error made upstreams print
-                # "Failed to request roots" on every start (server-filesystem then keeps the folders it was given).
-                return types.ListRootsResult(roots=[]), "refused", client.key
-            message = f"{label} not supported: the client did not declare it."
-            return types.ErrorData(code=types.INVALID_REQUEST, message=message), "refused", client.key
-        if _modern(conn):
-            return (*await self._ask_in_rounds(ctx, request, result_type, capability, label), client.key)
-        return (*await self._send(ctx, conn, request, result_type, capability, label), client.key)
-
-    async def _send(
-        self, ctx: Context | None, conn: Any, request: Any, result_type: type[Any], capability: str, label: str
-    ) -> tuple[Any, Outcome]:
-        """Ask a handshake-era client: on its call's own stream if the request belongs to one."""
-        try:
-            if ctx is not None and ctx.request_id is not None:
-                # On the call's own stream: over HTTP that is the response stream of the client's request.
-                metadata = ServerMessageMetadata(related_request_id=ctx.request_id)
-                sent: Awaitable[Any] = ctx.session.send_request(
-                    request, result_type, request_read_timeout_seconds=REQUEST_TIMEOUT, metadata=metadata
-                )
-            else:
-                sent = conn.send_request(request, opts={"timeout": REQUEST_TIMEOUT})
-            return await sent, "answered"
-        except MCPError as exc:
-            return exc.error, "refused" if exc.error.code == types.INVALID_REQUEST else "unreached"
-        except Exception as exc:
-            logger.info("passing on a %s request to a client failed: %s", capability, exc)
-            failed = types.ErrorData(code=types.INTERNAL_ERROR, message=f"{label} failed through the gateway: {exc}")
-            return failed, "unreached"
-
-    async def _ask_in_rounds(
-        self, ctx: Context | None, request: Any, result_type: type[Any], capability: str, label: str
-    ) -> tuple[Any, Outcome]:
-        """Ask a 2026-07-28 client through its call's next `input_required` round."""
-        exchange = None if ctx is None else self.rounds.exchange(ctx)
-        if exchange is None:  # not inside one of its calls (a completion, say): there is no round to ask in
-            message = f"{label} not available: the client speaks 2026-07-28 and is asked only during its calls."
-            return types.ErrorData(code=types.INVALID_REQUEST, message=message), "unreached"
-        answer = await exchange.ask(capability, request)
-        if isinstance(answer, types.ErrorData):
-            return answer, "refused" if answer.code == types.INVALID_REQUEST else "unreached"
-        try:  # the client's answer was read as any input response: hold it to the one this request expects
-            return result_type.model_validate(answer.model_dump(by_alias=True, exclude_none=True)), "answered"
-        except ValidationError as exc:
-            message = f"The client's answer is not a {capability} result: {exc.errors()[0]['msg']}."
-            return types.ErrorData(code=types.INVALID_PARAMS, message=message), "refused"
+        return await self.asker.ask(ctx, conn, client, request, result_type, capability, label)
 
     async def _log(self, key: str, params: types.LoggingMessageNotificationParams) -> None:
         """A log message of session `key`, to the client it relates to (see the module's docstring), else only to
@@ -384,7 +323,7 @@ class ClientBridge:
             logger.info("log of upstream %r (during %s, not passed on): %s", name, why, params.data)
             return
         conn = next(iter(clients.values()))
-        if conn is None or _modern(conn):  # gone, or a 2026-07-28 client: nothing carries it to them from here
+        if conn is None or modern(conn):  # gone, or a 2026-07-28 client: nothing carries it to them from here
             logger.info("log of upstream %r (its client cannot be sent it, not passed on): %s", name, params.data)
             return
         try:
@@ -428,7 +367,3 @@ def handshake_era() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MCPDeprecationWarning)
         yield
-
-
-def _capabilities(conn: Any) -> types.ClientCapabilities:
-    return getattr(conn, "client_capabilities", None) or types.ClientCapabilities()

@@ -1,6 +1,6 @@
 """JSON-RPC lines read from a pipe: linear, capped, and big ones decoded off the event loop.
 
-Both ends of the gateway that speak stdio read through `LineReader`: an upstream's stdout (`_process.py`) and the
+Both ends of the gateway that speak stdio read through `LineReader`: an upstream's stdout (`_stdout.py`) and the
 client's stdin when the gateway is served over stdio (`_stdio.py`). Each byte is searched for a newline once (the
 search resumes where the last one stopped, so a 60 MB line costs 60 MB of searching, not 60 MB per chunk); a line
 may be at most `MAX_LINE` bytes; past that it is never buffered but skipped up to its newline, and handed over as

@@ -7,12 +7,10 @@ reaping (SIGKILL included). `send` (and `request`, its awaited form) is the hot 
 JSON-RPC request written and its response handed back as parsed JSON, without the SDK's session in between (the
 session keeps every other message).
 
-stdout is read by `_lines.LineReader` (linear, at most `MAX_LINE` bytes a message, big lines decoded in a worker
-thread, in order). A longer message is never buffered: the request it answers gets a JSON-RPC error saying its
-size and the limit, a request of the upstream's gets one too, and a message that does not say which request it
-answers makes the gateway stop the upstream (its supervisor restarts it) rather than leave a call waiting for its
-timeout. stderr is the operator's: copied to the gateway's stderr (unless quiet), and its last lines logged when
-the process ends on its own; it never goes into `exit_reason`, which callers may show to clients.
+stdout is read by `_stdout.StdoutReader` (at most `max_line` bytes a message; a longer one, or one that cannot be
+decoded, fails the request it answers rather than leave it waiting for its timeout). stderr is the operator's:
+copied to the gateway's stderr (unless quiet), and its last lines logged when the process ends on its own; it
+never goes into `exit_reason`, which callers may show to clients.
 Knows nothing about MCP beyond framing JSON-RPC lines.
 """
 
@@ -39,10 +37,10 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
-from pydantic import ValidationError
 
 from ._config import UpstreamConfig
-from ._lines import MAX_LINE, OFF_LOOP, LineReader, Oversized, decode, dump, parse, undecodable
+from ._lines import MAX_LINE, OFF_LOOP, dump, parse
+from ._stdout import LANE_ID, LANE_MARK, READ_CHUNK, StdoutReader
 from ._watchdog import group_alive, signal_group
 
 __all__ = ["OnAnswer", "Pending", "StderrLog", "StdioProcess", "Watchdog"]
@@ -55,11 +53,7 @@ TERM_GRACE: Final = 2.0
 _POLL: Final = 0.02
 _EXIT_POLL: Final = 0.25
 _PR_SET_PDEATHSIG: Final = 1
-_READ_CHUNK: Final = 1 << 16
 _STDERR_DRAIN: Final = 0.5  # after an exit, how long its last stderr lines may take to arrive
-# Ids of the requests sent by `request`: strings, never the SDK session's integers, so the two cannot collide.
-_LANE_ID: Final = "mcp-pd-lane-"
-_LANE_MARK: Final = _LANE_ID.encode()
 
 
 def _frame(message: dict[str, Any]) -> bytes:
@@ -164,10 +158,10 @@ class _InFlight:
         the hop's cost). Only while that task waits for input with nothing unread before `data`, so that messages
         keep their order; the rest of `data` goes to the task."""
         taken = 0
-        if self.idle and self.waiting and _LANE_MARK in data:
+        if self.idle and self.waiting and LANE_MARK in data:
             while (end := data.find(b"\n", taken)) >= 0 and end - taken < OFF_LOOP:
                 line = data[taken:end]
-                if _LANE_MARK not in line or not self.answered(line):
+                if LANE_MARK not in line or not self.answered(line):
                     break
                 taken = end + 1
         if taken < len(data):
@@ -188,7 +182,7 @@ class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
     buffered for the reader: what `arrived` took (it says how many leading bytes) is not buffered."""
 
     def __init__(self, arrived: Callable[[bytes], int], loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(limit=_READ_CHUNK, loop=loop)
+        super().__init__(limit=READ_CHUNK, loop=loop)
         self._take = arrived
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
@@ -289,9 +283,9 @@ class StderrLog:
     async def read(self, stream: asyncio.StreamReader) -> None:
         buffer = b""
         try:
-            while chunk := await stream.read(_READ_CHUNK):
+            while chunk := await stream.read(READ_CHUNK):
                 *lines, buffer = (buffer + chunk).split(b"\n")
-                buffer = buffer[-_READ_CHUNK:]
+                buffer = buffer[-READ_CHUNK:]
                 for raw in lines:
                     self._line(raw)
             self._line(buffer)  # a last line without a newline (a crash often writes one)
@@ -331,6 +325,7 @@ class StdioProcess:
         self._stdin: asyncio.StreamWriter | None = None
         self._in_flight = _InFlight()
         self._waiting = self._in_flight.waiting
+        self._stdout = StdoutReader(self, self._in_flight)
         self._ids = itertools.count(1)
         self._context: (
             contextlib.AbstractAsyncContextManager[
@@ -389,7 +384,7 @@ class StdioProcess:
         write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._read_stdout, proc, read_writer)
+                tg.start_soon(self._stdout.run, proc, read_writer)
                 tg.start_soon(self._write_stdin, proc, write_reader)
                 assert proc.stderr is not None
                 tg.start_soon(self.stderr.read, proc.stderr)
@@ -419,7 +414,7 @@ class StdioProcess:
         stdin = self._stdin
         if stdin is None or stdin.is_closing():
             raise ConnectionError("the upstream's pipe is closed")
-        request_id = f"{_LANE_ID}{next(self._ids)}"
+        request_id = f"{LANE_ID}{next(self._ids)}"
         try:
             stdin.write(_frame({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
         except (BrokenPipeError, ConnectionResetError, RuntimeError) as exc:
@@ -449,137 +444,6 @@ class StdioProcess:
         }
         with contextlib.suppress(OSError, RuntimeError):
             stdin.write(_frame(note))
-
-    async def _read_stdout(
-        self, proc: asyncio.subprocess.Process, sink: MemoryObjectSendStream[SessionMessage | Exception]
-    ) -> None:
-        stdout = proc.stdout
-        assert stdout is not None
-
-        async def read(size: int) -> bytes:
-            # Whether answers may be taken as they arrive while this waits: only between whole lines.
-            self._in_flight.idle = lines.between_lines
-            try:
-                return await stdout.read(size)
-            finally:
-                self._in_flight.idle = False
-
-        lines = LineReader(read, limit=self.max_line, chunk=_READ_CHUNK)
-        async with sink:
-            async for line in lines:
-                if isinstance(line, Oversized):
-                    message = self._oversized(line, proc.pid)
-                elif len(line) < OFF_LOOP:
-                    if self._waiting and _LANE_MARK in line and self._in_flight.answered(line):
-                        continue
-                    message = self._parse(line) if line.strip() else None
-                else:
-                    message = await self._parse_big(line)
-                if message is not None:
-                    try:
-                        await sink.send(message)
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        return
-        self._in_flight.abandon()  # EOF: nothing more will be answered
-
-    def _parse(self, line: bytes) -> SessionMessage | None:
-        try:
-            return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
-        except ValueError:
-            return self._unreadable(line)
-
-    async def _parse_big(self, line: bytes) -> SessionMessage | None:
-        """`_InFlight.answered` or `_parse` for a line of `OFF_LOOP` bytes or more: decoded in a worker thread (the
-        reader waits for it, so the order holds), then only validated here, which costs little next to decoding."""
-        try:
-            message = await decode(line)
-        except (ValueError, RecursionError):
-            return self._unreadable(line)
-        request_id = message.get("id") if isinstance(message, dict) else None
-        pending = self._waiting.get(request_id) if isinstance(request_id, str) else None
-        if pending is not None and ("result" in message or "error" in message):
-            pending.answer(message)
-            return None
-        try:
-            return SessionMessage(types.jsonrpc_message_adapter.validate_python(message, by_name=False))
-        except ValidationError:
-            self._noise(line)
-            return None
-
-    def _unreadable(self, line: bytes) -> SessionMessage | None:
-        """A line that cannot be decoded (not UTF-8, not JSON). When its first and last bytes say it answers a
-        request, that request fails now, saying why (rather than wait for its timeout, 300 s by default); a request
-        of the upstream's gets an error; anything else is noise (servers that log on stdout exist)."""
-        found = undecodable(line)
-        if found is None:
-            self._noise(line)
-            return None
-        (kind, request_id), why = found
-        logger.warning("upstream %r wrote a message that %s (a %s, id %r)", self.config.name, why, kind, request_id)
-        if kind == "request":
-            self._reply_error(request_id, f"the gateway could not read a message that {why}")
-            return None
-        error = types.ErrorData(
-            code=types.INTERNAL_ERROR,
-            message=f"upstream '{self.config.name}' answered with a message that {why}; it was discarded (MCP "
-            "messages are UTF-8 JSON: the upstream has a bug, or a tool returned bytes it did not encode)",
-        )
-        return self._fail(request_id, error)
-
-    def _fail(self, request_id: int | str, error: types.ErrorData) -> SessionMessage | None:
-        """`error` as the answer to `request_id`: handed to the lane's request, or to the session (None: handed)."""
-        pending = self._waiting.get(request_id) if isinstance(request_id, str) else None
-        if pending is not None:
-            pending.answer({"jsonrpc": "2.0", "id": request_id, "error": error.model_dump(exclude_none=True)})
-            return None
-        return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
-
-    def _noise(self, line: bytes) -> None:
-        # Servers that print logs on stdout exist; one stray line must not cost the session.
-        self.noise += 1
-        logger.warning(
-            "upstream %r wrote a line on stdout that is not JSON-RPC (ignored): %.200s",
-            self.config.name,
-            line[:800].decode(errors="replace"),
-        )
-
-    def _oversized(self, line: Oversized, pid: int) -> SessionMessage | None:
-        """What a message over the limit becomes: an error for the request it answers, an error answered to the
-        upstream's own request, or (when it does not say which request it is) the upstream stopped."""
-        name = self.config.name
-        frame = line.frame()
-        kind, request_id = frame if frame is not None else (None, None)
-        if request_id is not None:
-            logger.warning(
-                "upstream %r wrote a message of %s (a %s, id %r); to let it through, raise --max-message-mib or "
-                "this server's maxMessageMiB in the config",
-                name,
-                line.describe(),
-                kind,
-                request_id,
-            )
-            if kind == "request":  # the upstream asked something of a client: it gets its refusal
-                self._reply_error(request_id, f"the gateway refused a message of {line.describe()}")
-                return None
-            error = types.ErrorData(
-                code=types.INTERNAL_ERROR,
-                message=f"upstream '{name}' answered with a message of {line.describe()}; it was discarded unread. "
-                "Ask for less at a time (a page, a range, a smaller file).",
-                data={"size": line.size, "limit": line.limit},
-            )
-            return self._fail(request_id, error)
-        if kind is not None:  # a notification: nobody waits for it
-            logger.warning("upstream %r wrote a message of %s (a notification; dropped)", name, line.describe())
-            return None
-        # No id to fail: rather than leave a call waiting for its timeout, every call on it fails now, and the
-        # supervisor starts the upstream again.
-        self.fault = (
-            f"the gateway stopped it: it wrote a message of {line.describe()}, which does not say which request "
-            "it answers"
-        )
-        logger.warning("upstream %r: %s", name, self.fault)
-        signal_group(pid, signal.SIGTERM)
-        return None
 
     def _reply_error(self, request_id: int | str, message: str) -> None:
         stdin = self._stdin

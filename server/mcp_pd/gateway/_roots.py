@@ -41,7 +41,6 @@ import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 import anyio
@@ -52,6 +51,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_pd._sessions import ClientId
 
 from ._config import SESSION_SUFFIX as _OWN_KEY  # how a client's own session's key ends: no configured name does
+from ._own_sessions import OWN_IDLE, OwnSessions
 
 __all__ = ["CLIENT_IDLE", "OWN_IDLE", "ROOTS_WAIT", "RootsKeeper", "SessionHost"]
 
@@ -59,7 +59,6 @@ logger = logging.getLogger("mcp_pd.gateway")
 
 ROOTS_WAIT: Final = 5.0
 ROOTS_SETTLE: Final = 0.25  # how long after a roots answer a call waits, so the upstream has applied it
-OWN_IDLE: Final = 600.0  # a client's own session unused this long is stopped (its next call opens another)
 CLIENT_IDLE: Final = 1800.0  # a client silent this long counts as gone when another needs its session
 SWEEP_EVERY: Final = 5.0
 GONE: Final = ""  # the client of a session whose client has gone
@@ -119,19 +118,6 @@ class SessionHost(Protocol):
     async def retire(self, key: str) -> None: ...
 
 
-@dataclass
-class _Own:
-    """A session of one client's own."""
-
-    upstream: str
-    client: str
-    key: str
-    running: int = 0
-    used: float = field(default_factory=time.monotonic)
-    opening: bool = False
-    ready: anyio.Event = field(default_factory=anyio.Event)  # set once it has started (or failed once)
-
-
 class RootsKeeper:
     """Per bound upstream: which client each of its sessions serves and whose roots it holds (see the module's
     docstring). Sessions are named by key: an upstream's shared one by its name, a client's own by `<name>#<n>` (a
@@ -151,11 +137,11 @@ class RootsKeeper:
         self._settled: dict[str, anyio.Event] = {}  # set when a roots request of that session ends
         self._answered: dict[str, float] = {}  # when each session last got a client's roots
         self._turns: dict[str, _Turn] = {}
-        self._own: dict[str, _Own] = {}  # clients' own sessions, by key, until they are stopped
+        self._owns = OwnSessions(sessions, self._drop)
+        self._own = self._owns.by_key  # clients' own sessions, by key, until they are stopped
         self._seen: dict[str, float] = {}  # client -> when its last call on a bound upstream began or ended
         self._active: Counter[str] = Counter()  # client -> its calls running on bound upstreams now
         self._sweeping = False
-        self._opened = 0
 
     def _live(self, key: str) -> bool:
         """Whether `key` is a shared session or a client's own not yet stopped (a late message of a stopped one
@@ -301,11 +287,13 @@ class RootsKeeper:
                 yield upstream
             return
         while True:
-            own = self._own_of(upstream, who)
+            own = self._owns.of(upstream, who)
             if own is not None:
                 own.running += 1
             elif not self._shared_free(upstream, who):
-                own = await self._claim(upstream, who)  # counted as running from its claim: never another's victim
+                own = await self._owns.claim(upstream, who)  # counted as running from its claim: never another's victim
+                if own is not None:
+                    self._start_sweep()  # from the claim on: an opening cut short is stopped too
             if own is not None:
                 try:
                     yield own.key
@@ -331,16 +319,13 @@ class RootsKeeper:
                     "raise maxClientSessions.",
                 )
             await turn.enter(who)
-            if self._shared_free(upstream, who) or not self._room(upstream):
+            if self._shared_free(upstream, who) or not self._owns.room(upstream):
                 with _joined(turn, who, entered=True):
                     yield upstream
                 return
             turn.leave(who)  # another client took the shared session while this one waited: it gets its own
         with _joined(self._turns.setdefault(upstream, _Turn()), who):
             yield upstream
-
-    def _own_of(self, upstream: str, client: str) -> _Own | None:
-        return next((o for o in self._own.values() if o.upstream == upstream and o.client == client), None)
 
     def _shared_free(self, upstream: str, client: str) -> bool:
         """Whether `client` may use the shared session: nobody else holds it (or its holder has gone or fell
@@ -351,52 +336,10 @@ class RootsKeeper:
             return False
         return held is None or held == client or not self._alive(held)
 
-    def _room(self, upstream: str) -> bool:
-        """Whether another client may get a session of its own of `upstream` (stopping an unused one if need be)."""
-        limit = 0 if self._sessions is None else self._sessions.client_sessions(upstream)
-        taken = [own for own in self._own.values() if own.upstream == upstream]
-        return len(taken) < limit or (limit > 0 and any(not own.running for own in taken))
-
-    async def _claim(self, upstream: str, client: str) -> _Own | None:
-        """A session of `client`'s own, counted now and opened by `give` (None: there may be none, and `give`
-        says why). With every place taken, the least recently used session not serving a call is stopped first."""
-        if not self._room(upstream) or self._sessions is None:
-            return None
-        taken = [own for own in self._own.values() if own.upstream == upstream]
-        victim = None
-        if len(taken) >= self._sessions.client_sessions(upstream):
-            victim = min((own for own in taken if not own.running), key=lambda own: own.used)
-            self._drop(victim.key)
-        self._opened += 1
-        own = _Own(upstream, client, f"{upstream}#{self._opened}", running=1)
-        self._own[own.key] = own  # counted before any wait, so two claims never both take the last place
-        sessions = self._sessions
-        if victim is not None:
-            logger.info("upstream %r: all sessions for clients taken; stopping the least recently used", upstream)
-            await sessions.retire(victim.key)
-        self._start_sweep()  # from the claim on: an opening cut short is stopped too
-        return own
-
     def _start_sweep(self) -> None:
         if not self._sweeping and (sessions := self._sessions) is not None and sessions.task_group is not None:
             self._sweeping = True
             sessions.task_group.start_soon(self._sweep, name="clients' own upstream sessions")
-
-    async def _opened_own(self, key: str) -> None:
-        """Open the claimed session `key` unless it is open (or opening: then wait for it)."""
-        own = self._own.get(key)
-        if own is None or own.ready.is_set():
-            return
-        if own.opening:
-            await own.ready.wait()
-            return
-        assert self._sessions is not None
-        own.opening = True
-        try:
-            # A session that fails to start is kept: its supervisor retries, and its calls say why meanwhile.
-            await self._sessions.spawn(own.upstream, key)
-        finally:
-            own.ready.set()
 
     async def _sweep(self) -> None:
         """Stop clients' own sessions whose client has gone or that sat idle for `OWN_IDLE` seconds."""
@@ -405,10 +348,7 @@ class RootsKeeper:
             while self._own or self._seen:
                 await anyio.sleep(SWEEP_EVERY)
                 now = time.monotonic()
-                for key, own in list(self._own.items()):
-                    if not own.running and (not own.client or now - own.used > OWN_IDLE):
-                        self._drop(key)
-                        await self._sessions.retire(key)
+                await self._owns.stop_idle(now)
                 for client, seen in list(self._seen.items()):  # forget clients that hold nothing any more
                     if now - seen > self.idle and not self._active[client] and not self._holds_any(client):
                         del self._seen[client]
@@ -419,7 +359,7 @@ class RootsKeeper:
         """Inside `turn` (and with the call registered, so the request reaches `client`): open session `key` if
         it is the client's own, and make it hold `client`'s roots if its upstream uses them. Raises MCPError when
         it holds, or may still hold, another client's."""
-        await self._opened_own(key)
+        await self._owns.open(key)
         if self.upstream(key) not in self._users:
             return
         if not client.lasting:
