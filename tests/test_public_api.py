@@ -38,7 +38,15 @@ def test_the_gateway_upstream_side_uses_public_names_of_mcp_pd_only() -> None:
     from pathlib import Path
 
     folder = Path(mcp_pd.__file__).parent / "gateway"
-    for module in ("_pool.py", "_failures.py", "_progressive.py", "_process.py", "_config.py"):
+    for module in (
+        "_pool.py",
+        "_failures.py",
+        "_progressive.py",
+        "_process.py",
+        "_stdout.py",
+        "_calls.py",
+        "_config.py",
+    ):
         tree = ast.parse((folder / module).read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "mcp_pd._redact":
