@@ -1,6 +1,7 @@
 """FastMCP's `create_proxy` in front of one stdio server, served over stdio (the gateway benchmark's rival).
 
-    python benchmarks/_fastmcp_proxy.py COMMAND [ARG ...]
+    python -m benchmarks._fastmcp_proxy COMMAND [ARG ...]   (from the checkout: run as a file, benchmarks/fastmcp.py
+                                                            would shadow the fastmcp package)
 
 The backend client is connected before the proxy serves, so every call reuses one upstream session: FastMCP's
 documented way to share a session (a disconnected client would start a fresh session per request, which no one

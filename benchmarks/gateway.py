@@ -32,7 +32,9 @@ from ._common import REPO, Recorder, benchmark_main, compact, percentile, ratio,
 
 PLAIN = REPO / "tests" / "gateway" / "plain_server.py"
 # FastMCP's create_proxy, measured beside the gateway in the same run (the bench extra installs FastMCP).
-RIVAL = Path(__file__).with_name("_fastmcp_proxy.py")
+# Run as a module from the checkout: run as a file, its folder would come first on sys.path, and this folder's own
+# `fastmcp.py` (the FastMCP benchmark) would be imported in place of the fastmcp package.
+RIVAL = "benchmarks._fastmcp_proxy"
 # The floor: a bare line relay (no parsing, no checks), the least any process in the middle can cost.
 RELAY = Path(__file__).with_name("_relay.py")
 FASTMCP = importlib.util.find_spec("fastmcp") is not None
@@ -97,7 +99,7 @@ def _gateway_pid() -> int:
 
 
 # The process in the middle of each variant (a child of this process), by a mark in its command line.
-_MIDDLE = {"gateway": b"mcp_pd\x00proxy", "relay": RELAY.name.encode(), "fastmcp": RIVAL.name.encode()}
+_MIDDLE = {"gateway": b"mcp_pd\x00proxy", "relay": RELAY.name.encode(), "fastmcp": RIVAL.encode()}
 
 
 def _middle_pids() -> dict[str, int]:
@@ -153,7 +155,9 @@ async def _overhead(npm: dict[str, Path], iterations: int, scratch: Path) -> dic
             floor = StdioServerParameters(command=sys.executable, args=[str(RELAY), *argv], env=_env())
             clients["relay"] = await stack.enter_async_context(Client(floor, mode="legacy", cache=None))
             if FASTMCP:
-                rival = StdioServerParameters(command=sys.executable, args=[str(RIVAL), *argv], env=_env())
+                rival = StdioServerParameters(
+                    command=sys.executable, args=["-m", RIVAL, *argv], env=_env(), cwd=str(REPO)
+                )
                 clients["fastmcp"] = await stack.enter_async_context(Client(rival, mode="legacy", cache=None))
             samples: dict[str, list[float]] = {variant: [] for variant in clients}
             for _ in range(max(20, iterations // 10)):  # warm-up
