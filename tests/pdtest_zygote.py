@@ -215,6 +215,9 @@ def _child(
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
+        # Nothing else of the zygote's: the connections of the other launchers, say (a started script has only
+        # what `python SCRIPT` would have, stdin, stdout and stderr).
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
         sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8")
         sys.stderr = io.TextIOWrapper(
