@@ -132,7 +132,7 @@ def _serve(path: str, script: str) -> None:
                 _reap(children, selector)
             elif key.data == "accept":
                 connection, _ = listener.accept()
-                pid = _start(connection, (listener, wake_read, wake_write, selector), script)
+                pid = _start(connection, (listener, wake_read, wake_write, selector))
                 if pid is None:
                     connection.close()
                     continue
@@ -170,7 +170,7 @@ def _reap(children: dict[int, socket.socket], selector: selectors.BaseSelector) 
         connection.close()
 
 
-def _start(connection: socket.socket, inherited: tuple[object, ...], script: str) -> int | None:
+def _start(connection: socket.socket, inherited: tuple[object, ...]) -> int | None:
     data, fds, _, _ = socket.recv_fds(connection, 1 << 20, 3)
     while not data.endswith(b"\n"):
         more = connection.recv(1 << 20)
@@ -184,16 +184,14 @@ def _start(connection: socket.socket, inherited: tuple[object, ...], script: str
     header = json.loads(data)
     pid = os.fork()
     if pid == 0:
-        _child(header, fds, connection, inherited, script)
+        _child(header, fds, connection, inherited)
     for fd in fds:
         os.close(fd)
     connection.sendall(b"pid %d\n" % pid)
     return pid
 
 
-def _child(
-    header: dict[str, object], fds: list[int], connection: socket.socket, inherited: tuple[object, ...], script: str
-) -> None:
+def _child(header: dict[str, object], fds: list[int], connection: socket.socket, inherited: tuple[object, ...]) -> None:
     """In the fork: become `python SCRIPT ARGS` on the launcher's stdin, stdout and stderr; never return."""
     import atexit
     import io

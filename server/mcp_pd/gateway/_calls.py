@@ -1,4 +1,4 @@
-"""Calls of tools on one upstream (`Upstream.call`, `send`, `passed`, `settle` in `_pool.py`): over the session, or
+"""Calls of tools on one upstream (`Upstream.calls`): over the session, or
 straight onto a stdio upstream's pipe with its answer validated as the SDK would, so one classification serves
 both paths; a timeout, a closed connection or a malformed result becomes `UpstreamUnavailable` saying why, and a
 progressive upstream's refusal is retried once after re-reading the definition.
@@ -30,7 +30,7 @@ PING_TIMEOUT: Final = 5.0
 
 
 class UpstreamCalls:
-    """What `Upstream.call`, `send`, `passed` and `settle` do (documented there), on the `Upstream` it serves."""
+    """The tool calls of the `Upstream` it serves (its `calls`)."""
 
     def __init__(self, upstream: Upstream) -> None:
         self._upstream = upstream
@@ -44,6 +44,11 @@ class UpstreamCalls:
         progress: ProgressFnT | None = None,
         again: bool = True,
     ) -> types.CallToolResult:
+        """Call `name` on this upstream through its shared session: the result (or its JSON-RPC error) as given.
+
+        Raises UpstreamUnavailable when there is no usable answer, and says why. `again`: whether an HTTP session
+        the upstream forgot, or a progressive upstream's refusal, may still be retried once.
+        """
         session = await self._upstream.ensure()
         process = self._upstream.process
         if process is not None and progress is None and self._upstream.config.url is None:
@@ -85,6 +90,9 @@ class UpstreamCalls:
     def send(
         self, name: str, arguments: dict[str, Any] | None, meta: Mapping[str, Any] | None, on_answer: OnAnswer
     ) -> Pending | None:
+        """Write a call of `name` straight onto the pipe of a ready stdio upstream; `on_answer` gets the pipe's
+        answer (pass it to `passed` and, when that gives nothing, to `settle`). None when the upstream is not
+        ready for that (not started, restarting, over HTTP): then `call` decides."""
         process = self._upstream.process
         if (
             self._upstream.state != "ready"
@@ -101,6 +109,7 @@ class UpstreamCalls:
             return None
 
     def passed(self, answer: dict[str, Any] | Exception) -> types.CallToolResult | None:
+        """The result in `answer` when `call` would return it unchanged (valid, not a refusal to retry); else None."""
         if isinstance(answer, Exception) or "result" not in answer:
             return None
         try:
@@ -119,6 +128,8 @@ class UpstreamCalls:
         *,
         again: bool = True,
     ) -> types.CallToolResult:
+        """What `call` makes of `answer`, the pipe's answer to a call of `name` written on `session`'s pipe: the
+        result, a refusal that says why, or one retry after re-reading a progressive upstream's definition."""
         try:
             result = _pipe_result(answer)
         except MCPError as exc:

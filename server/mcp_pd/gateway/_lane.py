@@ -124,15 +124,15 @@ class StdioLane:
 
         def answered(answer: dict[str, Any] | Exception) -> None:
             self._sent.pop(key, None)
-            result = upstream.passed(answer)
+            result = upstream.calls.passed(answer)
             if result is not None and self._out is not None:
                 result = self.gateway.content.tool_result(upstream.name, result)  # its resource links served
                 if self._out.now(_answer(request_id, result)):
                     return
-            settled = upstream.settle(tool, arguments, meta, answer, session)
+            settled = upstream.calls.settle(tool, arguments, meta, answer, session)
             self._start(key, self._serve(request_id, name, self.gateway.outcome(name, settled, upstream.name)))
 
-        pending = upstream.send(tool, arguments, meta, answered)
+        pending = upstream.calls.send(tool, arguments, meta, answered)
         if pending is None:
             return False
         self._sent[key] = pending

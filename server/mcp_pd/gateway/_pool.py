@@ -27,7 +27,6 @@ from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.dispatcher import ProgressFnT
 
 from mcp_pd import __version__
 
@@ -37,7 +36,7 @@ from ._coalesce import Coalesced
 from ._config import UpstreamConfig
 from ._failures import UpstreamUnavailable, explain, remember
 from ._filters import filtered
-from ._process import OnAnswer, Pending, StdioProcess, Watchdog
+from ._process import StdioProcess, Watchdog
 from ._progressive import ProgressiveUpstream, progressive_settings
 from ._sse import sse_failure
 
@@ -257,49 +256,6 @@ class Upstream:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self.relists.request(self.pool.task_group)
-
-    # -- calls (`_calls.py`) -------------------------------------------------------------------------
-    async def call(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None,
-        *,
-        meta: Mapping[str, Any] | None = None,
-        progress: ProgressFnT | None = None,
-        again: bool = True,
-    ) -> types.CallToolResult:
-        """Call `name` on this upstream through its shared session: the result (or its JSON-RPC error) as given.
-
-        Raises UpstreamUnavailable when there is no usable answer, and says why. `again`: whether an HTTP session
-        the upstream forgot, or a progressive upstream's refusal, may still be retried once.
-        """
-        return await self.calls.call(name, arguments, meta=meta, progress=progress, again=again)
-
-    def send(
-        self, name: str, arguments: dict[str, Any] | None, meta: Mapping[str, Any] | None, on_answer: OnAnswer
-    ) -> Pending | None:
-        """Write a call of `name` straight onto the pipe of a ready stdio upstream; `on_answer` gets the pipe's
-        answer (pass it to `passed` and, when that gives nothing, to `settle`). None when the upstream is not
-        ready for that (not started, restarting, over HTTP): then `call` decides."""
-        return self.calls.send(name, arguments, meta, on_answer)
-
-    def passed(self, answer: dict[str, Any] | Exception) -> types.CallToolResult | None:
-        """The result in `answer` when `call` would return it unchanged (valid, not a refusal to retry); else None."""
-        return self.calls.passed(answer)
-
-    async def settle(
-        self,
-        name: str,
-        arguments: dict[str, Any] | None,
-        meta: Mapping[str, Any] | None,
-        answer: dict[str, Any] | Exception,
-        session: ClientSession,
-        *,
-        again: bool = True,
-    ) -> types.CallToolResult:
-        """What `call` makes of `answer`, the pipe's answer to a call of `name` written on `session`'s pipe: the
-        result, a refusal that says why, or one retry after re-reading a progressive upstream's definition."""
-        return await self.calls.settle(name, arguments, meta, answer, session, again=again)
 
 
 async def _relist(upstream: Upstream) -> None:

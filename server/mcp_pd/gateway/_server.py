@@ -301,7 +301,9 @@ class Gateway:
             return refused
         if self.tasks is not None and self.tasks.asked() is not None:  # a task-augmented call (`_tasks.py`)
             return await self.outcome(name, self.tasks.create(upstream, tool, arguments, meta), upstream.name)
-        return await self.outcome(name, upstream.call(tool, arguments, meta=meta, progress=progress), upstream.name)
+        return await self.outcome(
+            name, upstream.calls.call(tool, arguments, meta=meta, progress=progress), upstream.name
+        )
 
     # -- the cache: served until an upstream starts, then the live definition decides --------------------------
     def _version(self, name: str) -> str | None:

@@ -244,7 +244,7 @@ class TaskRouter:
                 f"Too many tasks held ({bound}): fetch the results (tasks/result) or cancel tasks first",
             )
         if not runs_tasks(upstream):  # `tasks` was declared before this upstream was known: a plain call, then
-            return await upstream.call(tool, arguments, meta=meta)
+            return await upstream.calls.call(tool, arguments, meta=meta)
         params: dict[str, Any] = {"name": tool, "task": creating.task.model_dump(by_alias=True, exclude_none=True)}
         if arguments is not None:
             params["arguments"] = arguments
